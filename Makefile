@@ -1,0 +1,54 @@
+# sandboxd — the two commands that matter:
+#   make run    install what is missing, build, start the daemon on 127.0.0.1:7878
+#   make test   install what is missing, build, run every test suite
+# and the rest: make build | bench | fuzz | sanitize | clean
+
+BUILD     ?= build
+LISTEN    ?= 127.0.0.1:7878
+STATE_DIR ?= $(shell [ "$$(id -u)" = 0 ] && echo /var/lib/sandboxd || echo $$HOME/.local/state/sandboxd)
+PYTEST    := /usr/bin/python3 -m pytest
+CMAKE_ARGS ?=
+
+.PHONY: all deps build run test unit e2e bench fuzz sanitize clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS) >/dev/null
+	@ninja -C $(BUILD)
+
+run: build
+	@echo "sandboxd: starting on http://$(LISTEN) (state in $(STATE_DIR)); Ctrl-C stops it."
+	@echo "  try:  curl -s http://$(LISTEN)/v1/health"
+	$(BUILD)/sandboxd --listen $(LISTEN) --state-dir $(STATE_DIR)
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+e2e: build
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e
+
+bench: build
+	/usr/bin/python3 bench/run.py --build $(abspath $(BUILD))
+
+# libFuzzer targets for the HTTP parser and the API's JSON validation (clang).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -G Ninja -DFUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
+	@ninja -C build-fuzz fuzz_http fuzz_json
+	build-fuzz/tests/fuzz/fuzz_http -max_total_time=$(FUZZ_SECONDS) -max_len=8192 tests/fuzz/corpus/http
+	build-fuzz/tests/fuzz/fuzz_json -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus/json
+
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize:
+	$(MAKE) test BUILD=build-asan CMAKE_ARGS=-DSANITIZE=ON
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,55 @@
+"""The context channel: newline-delimited JSON on one socket fd.
+
+``Channel.send`` flushes stdout/stderr first (ordering rule), serialises the
+message as one line of valid UTF-8 JSON (lone surrogates become U+FFFD, NaN is
+refused by the callers' values, see jsonvalue) and writes all of it, retrying
+partial writes, with SIGINT held so a message is never cut. ``messages()``
+yields decoded requests until EOF; a line that is not a JSON object is skipped.
+"""
+
+import json
+import os
+
+from . import interrupts, stdio
+
+_READ_SIZE = 1 << 16
+
+
+class Channel:
+    """One end of the context channel protocol on ``fd`` (not owned: never closed)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self._buf = bytearray()
+
+    def send(self, message):
+        """Write ``message`` (a dict) as one line."""
+        line = json.dumps(message, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
+        data = memoryview((line + "\n").encode("utf-8", "sandboxd-replace"))
+        with interrupts.shielded():
+            stdio.flush()
+            while data:
+                data = data[os.write(self.fd, data):]
+
+    def messages(self):
+        """Yield each incoming message (a dict) until the peer closes the channel."""
+        scanned = 0  # bytes of _buf already known to hold no newline
+        while True:
+            end = self._buf.find(b"\n", scanned)
+            if end < 0:
+                scanned = len(self._buf)
+                chunk = os.read(self.fd, _READ_SIZE)
+                if not chunk:
+                    return
+                self._buf += chunk
+                continue
+            scanned = 0
+            line = bytes(self._buf[:end])
+            del self._buf[:end + 1]
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                yield message

@@ -1,0 +1,67 @@
+"""Extra IPython formatters that fill the Result's ``json`` and ``data`` fields.
+
+``install(shell)`` registers, on the shell's DisplayFormatter:
+
+* ``application/json`` for plain ``dict`` and ``list`` values that are strict
+  JSON (see jsonvalue.strict); anything else (sets, dates, numpy values, NaN)
+  simply gets no json, so the run still succeeds with ``text``.
+* a private MIME type (results.DATA_MIME -> Result ``data``) for pandas
+  DataFrames, in E2B's shape: ``{"column": [values...]}``
+  (``DataFrame.to_dict(orient="list")``, NaN -> null, timestamps -> ISO 8601).
+  Frames above ``DATA_MAX_CELLS`` cells get no ``data`` (their html/text are
+  already truncated by pandas; the full data could exceed the message cap).
+* PNG for matplotlib figures (see figures.png).
+
+Formatters never raise: a value they cannot render gets no such field.
+"""
+
+import json
+
+from IPython.core.formatters import BaseFormatter
+from traitlets import ObjectName, Unicode
+
+from . import figures, jsonvalue, results
+
+DATA_MAX_CELLS = 1_000_000
+
+
+class _DataFormatter(BaseFormatter):
+    """Formatter for ``results.DATA_MIME``; values are JSON-ready objects."""
+
+    format_type = Unicode(results.DATA_MIME)
+    print_method = ObjectName("_repr_sandboxd_data_")
+    _return_type = (dict, list)
+
+
+def _plain_json(obj):
+    return jsonvalue.strict(obj)
+
+
+def _dataframe_data(df):
+    if df.size > DATA_MAX_CELLS:
+        return None
+    data = {}
+    for i, name in enumerate(df.columns):
+        column = df.iloc[:, i]
+        try:
+            values = json.loads(column.to_json(orient="values", date_format="iso",
+                                               default_handler=str))
+        except (ValueError, OverflowError, TypeError):
+            values = jsonvalue.loose(column.tolist())
+        data[str(name)] = values
+    return data
+
+
+def install(shell):
+    """Register the formatters above on ``shell.display_formatter``."""
+    formatters = shell.display_formatter.formatters
+    json_formatter = formatters["application/json"]
+    json_formatter.for_type(dict, _plain_json)
+    json_formatter.for_type(list, _plain_json)
+
+    data_formatter = _DataFormatter(parent=shell.display_formatter)
+    data_formatter.for_type_by_name("pandas.core.frame", "DataFrame", _dataframe_data)
+    formatters[results.DATA_MIME] = data_formatter
+
+    formatters["image/png"].for_type_by_name(
+        "matplotlib.figure", "Figure", figures.png)

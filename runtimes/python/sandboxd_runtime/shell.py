@@ -1,0 +1,165 @@
+"""The IPython shell of a context.
+
+``SandboxShell`` is an ``InteractiveShell`` whose output goes to a *sink*
+(a callable taking a Result dict) instead of a terminal:
+
+* the display hook sends the cell's last expression value as a result with
+  ``isMainResult: true`` (no ``Out[n]:`` prompt, nothing printed; ``None`` and
+  a trailing ``;`` give no result);
+* the display publisher sends each ``display()`` call as one result, in order;
+* tracebacks are not printed: the first exception of a run is kept in
+  ``error`` as an exc_info tuple for the runner to report;
+* ``!cmd`` runs through ``subprocess`` with fd 1/2 inherited (streams directly);
+* ``%pip install`` fails with a clear UsageError (there is no package index),
+  other ``%pip`` subcommands run ``python3 -m pip``; ``%conda`` is refused;
+* ``%matplotlib`` is accepted and changes nothing (the sandboxd backend is
+  always active).
+
+``create()`` builds the single instance (history kept in memory only, so no
+history thread or sqlite file), installs the formatters and warms the
+compile and render paths; ``preload()`` calls it before fork.
+"""
+
+import io
+import os
+import shlex
+import sys
+import warnings
+
+from IPython.core.displayhook import DisplayHook
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_magic, magics_class
+from traitlets import Type
+from traitlets.config import Config
+
+from . import formatters, results
+
+BACKEND = "module://sandboxd_runtime.mpl_backend"
+_NO_INDEX = ("package installation is not available in sandboxd contexts: "
+             "there is no network access to a package index; "
+             "the installed packages are listed by %pip list")
+
+
+class _ResultHook(DisplayHook):
+    """Display hook: the last expression value becomes the main result."""
+
+    def start_displayhook(self):
+        pass
+
+    def write_output_prompt(self):
+        pass
+
+    def write_format_data(self, format_dict, md_dict=None):
+        self.shell.emit(format_dict, True)
+
+    def finish_displayhook(self):
+        pass
+
+
+class _ResultPublisher(DisplayPublisher):
+    """Display publisher: each display() call becomes one result."""
+
+    def publish(self, data, metadata=None, source=None, *, transient=None,
+                update=False, **kwargs):
+        self.shell.emit(data, False)
+
+    def clear_output(self, wait=False):
+        pass
+
+
+def _python():
+    """The Python interpreter for ``%pip`` (sys.executable may be the zygote)."""
+    if os.path.basename(sys.executable or "").startswith("python"):
+        return sys.executable
+    return "/usr/bin/python3"
+
+
+@magics_class
+class _PackagingMagics(Magics):
+    """%pip and %conda for a context without a package index."""
+
+    @line_magic
+    def pip(self, line):
+        """Run pip; installing is refused with a clear message."""
+        words = line.split()
+        if words and words[0] in ("install", "download", "wheel"):
+            raise UsageError("%pip " + words[0] + ": " + _NO_INDEX)
+        self.shell.system(shlex.quote(_python()) + " -m pip " + line)
+
+    @line_magic
+    def conda(self, line):
+        """Refuse: there is no conda in a context."""
+        raise UsageError("%conda: " + _NO_INDEX)
+
+
+class SandboxShell(InteractiveShell):
+    """InteractiveShell that reports results and errors instead of printing."""
+
+    displayhook_class = Type(_ResultHook)
+    display_pub_class = Type(_ResultPublisher)
+    system = InteractiveShell.system_raw
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.sink = None          # callable(result dict) of the current run
+        self.error = None         # first (etype, value, tb) of the current run
+        self.cell_sources = {}    # execution count -> raw cell lines
+
+    def emit(self, bundle, is_main):
+        """Send one MIME bundle to the sink as a Result."""
+        result = results.to_result(bundle, is_main)
+        if result is not None and self.sink is not None:
+            self.sink(result)
+
+    def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None,
+                      exception_only=False, running_compiled_code=False):
+        try:
+            exc = self._get_exc_info(exc_tuple)
+        except ValueError:
+            return
+        if self.error is None:
+            self.error = exc
+
+    def showsyntaxerror(self, filename=None, running_compiled_code=False):
+        self.showtraceback()
+
+    def enable_matplotlib(self, gui=None):
+        return gui, BACKEND
+
+    def cell_files(self, current):
+        """Map IPython's cell file names to ``(label, raw lines)`` for errors;
+        run ``current`` is labelled ``<cell>``, others ``<cell N>``."""
+        files = {}
+        for name, number in self.compile._filename_map.items():
+            label = "<cell>" if number == current else "<cell %d>" % number
+            files[name] = (label, self.cell_sources.get(number, []))
+        return files
+
+
+def _warm_up(shell):
+    """Run the compile and render paths once so forked contexts start warm."""
+    shell.run_cell("pass", silent=True)
+    from matplotlib.figure import Figure
+    fig = Figure()
+    fig.subplots().plot([0, 1], [1, 0], label="warm")
+    fig.legend()
+    fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")
+    shell.display_formatter.format({"a": [1]})
+
+
+def create():
+    """Create (once) and return the SandboxShell every context starts from."""
+    if SandboxShell.initialized():
+        return SandboxShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    config.PlainTextFormatter.max_seq_length = 0
+    shell = SandboxShell.instance(config=config)
+    formatters.install(shell)
+    shell.register_magics(_PackagingMagics)
+    warnings.filterwarnings("ignore", message="To exit: use 'exit'")
+    _warm_up(shell)
+    return shell

@@ -1,0 +1,93 @@
+/*
+ * api.c — the route table and dispatch (see api.h). Authentication happens before any
+ * handler runs; a wrong or missing token gets 401 without saying which.
+ */
+#include "api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+enum { ROUTE_PUBLIC = 1 };   /* no token needed */
+
+/* One row per route of API.md. */
+static const struct route ROUTES[] = {
+    { "GET", "/v1/health", (void (*)(void))api_health, ROUTE_PUBLIC },
+    { "GET", "/metrics", (void (*)(void))api_metrics, 0 },
+};
+
+void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg)
+{
+    memset(app, 0, sizeof *app);
+    app->loop = loop;
+    app->cfg = cfg;
+    app->started_ns = uv_hrtime();
+    static const char *const names[] = { "python", "javascript", "typescript" };
+    for (int i = 0; i < 3; i++) {
+        app->langs[i].name = names[i];
+        snprintf(app->langs[i].reason, sizeof app->langs[i].reason,
+                 "%s contexts are not implemented in this build", names[i]);
+    }
+}
+
+/* Constant-time comparison of the Authorization header with "Bearer <token>". */
+static bool authorized(const struct app *app, const http_req *req)
+{
+    const char *tok = app->cfg->token;
+    if (!tok[0])
+        return true;
+    const char *h = req->authorization;
+    if (strncmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    size_t hl = strlen(h), tl = strlen(tok);
+    unsigned char diff = hl != tl;
+    for (size_t i = 0; i < tl; i++)
+        diff |= (unsigned char)(tok[i] ^ (i < hl ? h[i] : 0));
+    return diff == 0;
+}
+
+void api_dispatch(http_req *req, void *arg)
+{
+    struct app *app = arg;
+    const struct route *rt = NULL;
+    route_params params;
+    char allow[128];
+    /* HEAD is answered like GET, without a body (http.c drops it). */
+    const char *method = strcmp(req->method_name, "HEAD") == 0 ? "GET" : req->method_name;
+    int m = router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], method, req->path, &rt,
+                         &params, allow, sizeof allow);
+    switch (m) {
+    case ROUTE_NO_PATH:
+        http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
+        return;
+    case ROUTE_BAD_PATH:
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "the path has a broken %%-escape or a NUL byte");
+        return;
+    case ROUTE_NO_METHOD: {
+        char hdr[160];
+        snprintf(hdr, sizeof hdr, "Allow: %s\r\n", allow);
+        char body[256];
+        int n = snprintf(body, sizeof body,
+                         "{\"code\":\"METHOD_NOT_ALLOWED\",\"message\":\"%s is not allowed "
+                         "here; allowed: %s\"}", req->method_name, allow);
+        http_respond(req, 405, "application/json", body, (size_t)n, hdr);
+        return;
+    }
+    default:
+        break;
+    }
+    req->route = rt->pattern;
+    if (!(rt->flags & ROUTE_PUBLIC) && !authorized(app, req)) {
+        route_params_free(&params);
+        static const char body[] = "{\"code\":\"UNAUTHORIZED\",\"message\":\"a valid "
+                                   "'Authorization: Bearer <token>' header is required\"}";
+        http_respond(req, 401, "application/json", body, sizeof body - 1,
+                     "WWW-Authenticate: Bearer\r\n");
+        return;
+    }
+    ((api_handler)rt->handler)(app, req, &params);
+    route_params_free(&params);
+}

@@ -1,0 +1,45 @@
+/*
+ * api.h — the HTTP API of API.md: the route table, authentication, the error envelope
+ * for unknown routes and methods, and the handlers' shared state.
+ *
+ * Every handler receives a complete request and must complete it, now or later (see
+ * http.h). Handlers never trust the request: ids, paths and bodies are validated, and a
+ * bad value gets a 4xx naming it.
+ */
+#ifndef SANDBOXD_API_H
+#define SANDBOXD_API_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "config.h"
+#include "http.h"
+#include "router.h"
+
+/* What a language reports in /v1/health. */
+struct lang_status {
+    const char *name;
+    bool available;
+    char version[32];
+    char reason[160];       /* why it is unavailable */
+};
+
+struct app {
+    uv_loop_t *loop;
+    const struct config *cfg;
+    http_server *server;
+    uint64_t started_ns;
+    struct lang_status langs[3];    /* python, javascript, typescript */
+};
+
+typedef void (*api_handler)(struct app *app, http_req *req, const route_params *p);
+
+/* The dispatch function given to the HTTP server (arg is the struct app). */
+void api_dispatch(http_req *req, void *arg);
+void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg);
+
+/* Handlers, by module. */
+void api_health(struct app *app, http_req *req, const route_params *p);
+void api_metrics(struct app *app, http_req *req, const route_params *p);
+
+#endif

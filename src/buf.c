@@ -1,0 +1,117 @@
+/*
+ * buf.c — capped growable buffer. Growth doubles the allocation (bounded by cap + 1 for
+ * the NUL) so appends are amortised O(1); nothing here ever writes past alloc.
+ */
+#include "buf.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_init(buf *b, size_t cap)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    b->cap = cap;
+}
+
+void buf_free(buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+}
+
+void buf_reset(buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+/* Make room for n more bytes plus the NUL. */
+static int buf_reserve(buf *b, size_t n)
+{
+    if (n > b->cap || b->len > b->cap - n)
+        return -E2BIG;
+    size_t need = b->len + n + 1;
+    if (need <= b->alloc)
+        return 0;
+    size_t a = b->alloc ? b->alloc : 64;
+    while (a < need)
+        a = a > SIZE_MAX / 2 ? need : a * 2;
+    if (a > b->cap + 1)
+        a = b->cap + 1;
+    char *p = realloc(b->data, a);
+    if (!p)
+        return -ENOMEM;
+    b->data = p;
+    b->alloc = a;
+    return 0;
+}
+
+int buf_append(buf *b, const void *p, size_t n)
+{
+    int rc = buf_reserve(b, n);
+    if (rc)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int buf_puts(buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+int buf_vprintf(buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return -EINVAL;
+    int rc = buf_reserve(b, (size_t)n);
+    if (rc)
+        return rc;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int buf_printf(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void buf_consume(buf *b, size_t n)
+{
+    if (n >= b->len) {
+        buf_reset(b);
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = '\0';
+}
+
+char *buf_steal(buf *b)
+{
+    char *p = b->data;
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    return p;
+}

@@ -1,0 +1,247 @@
+/*
+ * config.c — the settings table and its parsers (see config.h). Numbers are parsed with
+ * strtoull/strtod and range-checked; nothing here uses atoi.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_type { OPT_STR, OPT_U64, OPT_DOUBLE };
+
+struct opt {
+    const char *flag;       /* without the leading "--" */
+    const char *env;
+    enum opt_type type;
+    size_t off;             /* field in struct config */
+    size_t size;            /* for OPT_STR: size of the char array */
+    const char *def;        /* default, as text */
+    uint64_t min, max;      /* for OPT_U64 */
+    const char *doc;
+};
+
+#define STR(f) OPT_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define U64(f) OPT_U64, offsetof(struct config, f), 0
+#define DBL(f) OPT_DOUBLE, offsetof(struct config, f), 0
+
+/* One row per setting. Limits have a default and a range. */
+static const struct opt OPTS[] = {
+    { "listen", "SANDBOXD_LISTEN", STR(listen), "127.0.0.1:7878", 0, 0,
+      "Address to serve HTTP on, HOST:PORT. Beyond loopback a token is required." },
+    { "state-dir", "SANDBOXD_STATE_DIR", STR(state_dir), "/var/lib/sandboxd", 0, 0,
+      "Directory for sandbox workspaces and runtime state; created when missing." },
+    { "token", "SANDBOXD_TOKEN", STR(token), "", 0, 0,
+      "Bearer token every request except GET /v1/health must carry. Empty: no auth (loopback only)." },
+    { "log-level", "SANDBOXD_LOG_LEVEL", STR(log_level_name), "info", 0, 0,
+      "error, warn, info (one line per request) or debug." },
+    { "max-header-bytes", "SANDBOXD_MAX_HEADER_BYTES", U64(max_header_bytes), "16384", 1024, 1 << 20,
+      "Largest request line plus headers; larger gets 431." },
+    { "max-body-bytes", "SANDBOXD_MAX_BODY_BYTES", U64(max_body_bytes), "16777216", 1024, UINT64_C(1) << 34,
+      "Largest request body the daemon buffers (JSON requests); larger gets 413." },
+    { "header-timeout-ms", "SANDBOXD_HEADER_TIMEOUT_MS", U64(header_timeout_ms), "10000", 100, 3600000,
+      "Time a client has to send a whole request once it started one; then the connection is closed." },
+    { "idle-timeout-ms", "SANDBOXD_IDLE_TIMEOUT_MS", U64(idle_timeout_ms), "60000", 100, 86400000,
+      "Time an idle keep-alive connection stays open." },
+    { "max-connections", "SANDBOXD_MAX_CONNECTIONS", U64(max_connections), "4096", 1, 1000000,
+      "Open client connections at most; more are answered 429 and closed." },
+    { "stream-buffer-bytes", "SANDBOXD_STREAM_BUFFER_BYTES", U64(stream_buffer_bytes), "262144", 4096, 1 << 30,
+      "Unsent bytes queued for one streaming client before the producer is paused (back-pressure)." },
+    { "max-sandboxes", "SANDBOXD_MAX_SANDBOXES", U64(max_sandboxes), "256", 1, 65536,
+      "Sandboxes alive at once; creating one more gets 429." },
+    { "memory-mb", "SANDBOXD_MEMORY_MB", U64(memory_mb), "2048", 16, 1 << 24,
+      "Default memory limit of a sandbox (cgroup), MiB." },
+    { "pids", "SANDBOXD_PIDS", U64(pids), "512", 8, 1 << 22,
+      "Default limit on processes and threads in a sandbox (cgroup pids.max)." },
+    { "cpus", "SANDBOXD_CPUS", DBL(cpus), "1.0", 0, 0,
+      "Default CPU quota of a sandbox, in CPUs (0.01 to 1024)." },
+    { "disk-mb", "SANDBOXD_DISK_MB", U64(disk_mb), "1024", 1, 1 << 24,
+      "Default size of a sandbox's /workspace, MiB (tmpfs-backed when the daemon is root)." },
+    { "tmp-mb", "SANDBOXD_TMP_MB", U64(tmp_mb), "256", 1, 1 << 24,
+      "Size of a sandbox's private /tmp and /dev/shm, MiB each." },
+    { "exec-timeout-ms", "SANDBOXD_EXEC_TIMEOUT_MS", U64(exec_timeout_ms), "60000", 0, 86400000,
+      "Default wall-clock timeout of a command or code run (0 = none); a request may set its own." },
+    { "max-output-bytes", "SANDBOXD_MAX_OUTPUT_BYTES", U64(max_output_bytes), "10485760", 1024, UINT64_C(1) << 32,
+      "Output kept per stream of a non-streamed command or run; the rest is cut and marked truncated." },
+    { "kill-grace-ms", "SANDBOXD_KILL_GRACE_MS", U64(kill_grace_ms), "2000", 0, 600000,
+      "After a timeout's SIGINT, how long code has to stop before its process is killed." },
+    { "runtimes-dir", "SANDBOXD_RUNTIMES_DIR", STR(runtimes_dir), "", 0, 0,
+      "Host directory with the runtimes (python, node) bound read-only at /opt/sandboxd. Empty: next to the binary's source tree." },
+    { "host-uid-base", "SANDBOXD_HOST_UID_BASE", U64(host_uid_base), "1000000", 1000, UINT32_MAX - 200000,
+      "When root: sandbox n runs as host uids base+2n and base+2n+1 (never shared between sandboxes)." },
+};
+#define NOPTS (sizeof OPTS / sizeof OPTS[0])
+
+static int set_opt(struct config *c, const struct opt *o, const char *v, char *err, size_t errlen)
+{
+    char *field = (char *)c + o->off;
+    char *end;
+
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(v) >= o->size) {
+            snprintf(err, errlen, "--%s is too long (at most %zu bytes)", o->flag, o->size - 1);
+            return -EINVAL;
+        }
+        memcpy(field, v, strlen(v) + 1);
+        return 0;
+    case OPT_U64: {
+        errno = 0;
+        if (!isdigit((unsigned char)v[0])) {
+            snprintf(err, errlen, "--%s: '%s' is not a non-negative integer", o->flag, v);
+            return -EINVAL;
+        }
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || *end || x < o->min || x > o->max) {
+            snprintf(err, errlen, "--%s: '%s' is not an integer from %llu to %llu", o->flag, v,
+                     (unsigned long long)o->min, (unsigned long long)o->max);
+            return -EINVAL;
+        }
+        memcpy(field, &(uint64_t){ x }, sizeof(uint64_t));
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || *end || end == v || !(d >= 0.01 && d <= 1024)) {
+            snprintf(err, errlen, "--%s: '%s' is not a number from 0.01 to 1024", o->flag, v);
+            return -EINVAL;
+        }
+        memcpy(field, &d, sizeof d);
+        return 0;
+    }
+    }
+    return -EINVAL;
+}
+
+bool config_is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* Split "HOST:PORT" or "[V6]:PORT". */
+static int parse_listen(struct config *c, char *err, size_t errlen)
+{
+    const char *s = c->listen, *colon, *hs = s;
+    size_t hl;
+    if (s[0] == '[') {
+        const char *rb = strchr(s, ']');
+        if (!rb || rb[1] != ':')
+            goto bad;
+        hs = s + 1;
+        hl = (size_t)(rb - hs);
+        colon = rb + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            goto bad;
+        hl = (size_t)(colon - s);
+    }
+    if (hl == 0 || hl >= sizeof c->host)
+        goto bad;
+    memcpy(c->host, hs, hl);
+    c->host[hl] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (errno || *end || colon[1] == '\0' || p > 65535)
+        goto bad;
+    c->port = (int)p;
+    return 0;
+bad:
+    snprintf(err, errlen, "--listen: '%s' is not HOST:PORT", s);
+    return -EINVAL;
+}
+
+static const struct opt *find_flag(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (strlen(OPTS[i].flag) == len && strncmp(OPTS[i].flag, name, len) == 0)
+            return &OPTS[i];
+    return NULL;
+}
+
+int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *err, size_t errlen)
+{
+    int rc;
+    memset(c, 0, sizeof *c);
+    *exit_now = false;
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((rc = set_opt(c, &OPTS[i], OPTS[i].def, err, errlen)))
+            return rc;
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *v = getenv(OPTS[i].env);
+        if (v && (rc = set_opt(c, &OPTS[i], v, err, errlen)))
+            return rc;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            config_usage(stdout);
+            *exit_now = true;
+            return 0;
+        }
+        if (strcmp(a, "--help-markdown") == 0) {
+            config_markdown(stdout);
+            *exit_now = true;
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("sandboxd %s\n", SANDBOXD_VERSION);
+            *exit_now = true;
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
+            return -EINVAL;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        const struct opt *o = find_flag(name, eq ? (size_t)(eq - name) : strlen(name));
+        if (!o) {
+            snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+            return -EINVAL;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) {
+            snprintf(err, errlen, "option '%s' needs a value", a);
+            return -EINVAL;
+        }
+        if ((rc = set_opt(c, o, v, err, errlen)))
+            return rc;
+    }
+    if ((rc = parse_listen(c, err, errlen)))
+        return rc;
+    if (log_parse_level(c->log_level_name, &c->log_level)) {
+        snprintf(err, errlen, "--log-level: '%s' is not one of error, warn, info, debug",
+                 c->log_level_name);
+        return -EINVAL;
+    }
+    if (!config_is_loopback(c->host) && c->token[0] == '\0') {
+        snprintf(err, errlen, "refusing to listen on %s without a token: set --token or "
+                 "SANDBOXD_TOKEN, or listen on 127.0.0.1", c->host);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void config_usage(FILE *f)
+{
+    fprintf(f, "usage: sandboxd [--option value | --option=value]...\n\n"
+               "Runs the sandboxd code interpreter service in the foreground.\n\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        fprintf(f, "  --%-22s %s\n  %-24s  [env %s, default '%s']\n", OPTS[i].flag, OPTS[i].doc,
+                "", OPTS[i].env, OPTS[i].def);
+    fprintf(f, "\n  --help, --help-markdown, --version\n");
+}
+
+void config_markdown(FILE *f)
+{
+    fprintf(f, "| flag | environment | default | what it sets |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        fprintf(f, "| `--%s` | `%s` | `%s` | %s |\n", OPTS[i].flag, OPTS[i].env,
+                OPTS[i].def[0] ? OPTS[i].def : "(empty)", OPTS[i].doc);
+}

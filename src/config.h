@@ -1,0 +1,57 @@
+/*
+ * config.h — every setting of the daemon: its flag, its environment variable, its default
+ * and one line of documentation, all in one table (config.c). Flags override the
+ * environment, which overrides the defaults. docs/configuration.md is generated from the
+ * same table (`sandboxd --help-markdown`), and a unit test keeps the two in step.
+ */
+#ifndef SANDBOXD_CONFIG_H
+#define SANDBOXD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+struct config {
+    /* server */
+    char listen[128];            /* HOST:PORT as given */
+    char host[64];               /* parsed from listen */
+    int port;
+    char state_dir[512];
+    char token[256];
+    char log_level_name[16];
+    enum log_level log_level;
+    /* HTTP limits */
+    uint64_t max_header_bytes;
+    uint64_t max_body_bytes;
+    uint64_t header_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint64_t max_connections;
+    uint64_t stream_buffer_bytes;
+    /* sandboxes */
+    uint64_t max_sandboxes;
+    uint64_t memory_mb;
+    uint64_t pids;
+    double cpus;
+    uint64_t disk_mb;
+    uint64_t tmp_mb;
+    uint64_t exec_timeout_ms;
+    uint64_t max_output_bytes;
+    uint64_t kill_grace_ms;
+    char runtimes_dir[512];
+    uint64_t host_uid_base;
+};
+
+/* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag
+ * returns -EINVAL with a sentence in err. *exit_now is set when the caller should exit 0
+ * (after --help or --version printed what was asked). */
+int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *err, size_t errlen);
+
+/* True when host is a loopback address (127.0.0.0/8, ::1, localhost). */
+bool config_is_loopback(const char *host);
+
+void config_usage(FILE *f);
+void config_markdown(FILE *f);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * http.h — the HTTP/1.1 server: connections, request parsing (llhttp), responses.
+ *
+ * One libuv loop thread. Each connection handles one request at a time: pipelined
+ * requests wait, already read and parsed no further, until the response before them is
+ * complete, so responses always go out in request order. Requests are fully buffered
+ * (bodies up to max_body_bytes) before they are dispatched.
+ *
+ * Guarantees to clients: a request line plus headers over max_header_bytes gets 431, a
+ * body over max_body_bytes gets 413 (before it is read when Content-Length says so),
+ * malformed HTTP gets 400, a request not finished within header_timeout_ms gets 408, and
+ * each of these then closes the connection. Idle keep-alive connections close after
+ * idle_timeout_ms. Past max_connections a new connection gets 429 and is closed.
+ *
+ * Guarantees to handlers: a dispatched http_req stays valid until the handler completes
+ * it (http_respond*, or http_stream_end) — even when the client goes away, in which case
+ * on_abort is called first and every later write is silently discarded. Streaming writes
+ * report back-pressure: when the client reads slower than the producer writes, the
+ * producer is told to pause, and on_drain says when to go on; nothing is dropped.
+ */
+#ifndef SANDBOXD_HTTP_H
+#define SANDBOXD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "buf.h"
+
+struct http_limits {
+    uint64_t max_header_bytes;
+    uint64_t max_body_bytes;
+    uint64_t header_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint64_t max_connections;
+    uint64_t stream_buffer_bytes;   /* queued bytes at which a stream asks to pause */
+};
+
+typedef struct http_server http_server;
+typedef struct http_conn http_conn;
+typedef struct http_req http_req;
+
+typedef void (*http_req_cb)(http_req *req, void *arg);
+
+struct http_req {
+    http_conn *conn;
+    int method;                 /* llhttp_method_t */
+    const char *method_name;
+    char *target;               /* request target as sent, NUL-terminated */
+    char *path;                 /* target up to '?', NUL-terminated (a copy) */
+    const char *query;          /* after '?', or "" */
+    buf body;
+    char authorization[512];    /* "" when absent; longer values are refused with 431 */
+    char content_type[128];
+    bool want_sse;              /* Accept names text/event-stream */
+    bool keep_alive;
+    uint64_t start_ns;
+    int status;                 /* status sent, for the access log and metrics */
+    const char *route;          /* route pattern, set by the router, for metrics */
+    /* set by an asynchronous handler */
+    http_req_cb on_abort;       /* the client went away; stop producing */
+    http_req_cb on_drain;       /* a paused stream may write again */
+    void *cb_arg;
+    /* internal state */
+    bool responded;             /* a status line went out */
+    bool streaming;             /* chunked body in progress */
+    bool finished;              /* complete; the conn may move to the next request */
+    bool aborted;
+    bool paused;                /* last stream write asked the producer to pause */
+};
+
+/* Called for every complete request. The handler must eventually complete the request. */
+typedef void (*http_dispatch_fn)(http_req *req, void *arg);
+
+int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int port,
+                      const struct http_limits *lim, http_dispatch_fn fn, void *arg,
+                      char *err, size_t errlen);
+/* Stop accepting, abort in-flight requests, close every connection; done runs when all
+ * handles are closed. */
+void http_server_stop(http_server *s, void (*done)(void *arg), void *arg);
+int http_server_port(const http_server *s);    /* the bound port (useful with port 0) */
+uint64_t http_open_connections(const http_server *s);
+
+/* Whole responses. Each completes the request. body is copied. */
+void http_respond(http_req *req, int status, const char *content_type,
+                  const void *body, size_t len, const char *extra_headers);
+/* Error envelope {"code","message"}; message formatted printf-style. */
+void http_respond_error(http_req *req, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Streamed responses (chunked transfer encoding). */
+int http_stream_begin(http_req *req, int status, const char *content_type,
+                      const char *extra_headers);
+/* Returns 0 when the producer may go on, 1 when it should pause until on_drain,
+ * -EPIPE when the client is gone (the data is discarded). */
+int http_stream_write(http_req *req, const void *data, size_t len);
+/* Sends the last chunk and completes the request. */
+void http_stream_end(http_req *req);
+
+const char *http_status_text(int status);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * jail.h — sandboxes as the daemon sees them: create one, spawn processes inside it,
+ * learn when they end, read its usage, destroy it leaving nothing behind.
+ *
+ * A jail is one sandbox's isolation: user, pid, mount, net, ipc, uts and cgroup
+ * namespaces, a tmpfs root with read-only system binds, a writable /workspace backed by
+ * a host directory, size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying
+ * its limits. Every process spawned into it runs as the sandbox's unprivileged user with
+ * no capabilities, no_new_privs, the seccomp filter, a new session (no controlling tty)
+ * and exactly the environment the caller gives (nothing of the daemon's leaks in).
+ *
+ * Threading: everything here runs on the daemon's single libuv loop thread. Calls may
+ * block for a bounded, short time (creation waits for the sandbox's init to report
+ * ready, with a timeout); exit notifications arrive as callbacks on the loop.
+ *
+ * Errors: functions return 0 or a negative errno value, and fill err (when not NULL)
+ * with a sentence naming what failed.
+ */
+#ifndef SANDBOXD_JAIL_H
+#define SANDBOXD_JAIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "jail_enter.h"
+
+/* What this host lets us do; probed once by jail_global_init(), shown in /v1/health. */
+struct jail_features {
+    bool root;             /* daemon runs as root: per-sandbox host uids, cgroups, quotas */
+    bool userns;           /* user namespaces usable */
+    int cgroup_version;    /* 1, 2, or 0 when no usable cgroup controllers */
+    bool memory_limit;     /* memory cgroup usable */
+    bool pids_limit;       /* pids cgroup usable */
+    bool cpu_limit;        /* cpu cgroup usable */
+    bool disk_limit;       /* workspace size enforceable (tmpfs-backed workspace) */
+    bool seccomp;          /* seccomp filter installed on every process */
+};
+
+/* Daemon-wide settings, given once at start. */
+struct jail_global {
+    const char *state_dir;     /* sandboxes live in state_dir/sandboxes/<id>/ */
+    const char *init_path;     /* path of the sandboxd-init binary */
+    const char *runtimes_dir;  /* host dir bound read-only at /opt/sandboxd in every sandbox */
+    uid_t host_uid_base;       /* when root: sandbox slot n uses host uids base+2n, base+2n+1 */
+    unsigned max_sandboxes;    /* slots */
+};
+
+/* Probe features, create the daemon's parent cgroups, and remove whatever a previous
+ * daemon that crashed left behind (processes, mounts, cgroups, sandbox dirs). */
+int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, size_t errlen);
+const struct jail_features *jail_features(void);
+/* Ends every sandbox still alive (used at daemon exit) and releases global state. */
+void jail_global_shutdown(void);
+
+struct jail_limits {
+    uint64_t memory_bytes;  /* cgroup memory limit (0 = none) */
+    uint32_t pids;          /* cgroup pids.max (0 = none) */
+    uint32_t cpu_millis;    /* CPU quota in thousandths of a CPU (0 = none) */
+    uint64_t tmp_bytes;     /* size of /tmp and /dev/shm tmpfs */
+    uint64_t disk_bytes;    /* size of /workspace (0 = unlimited) */
+};
+
+struct jail_opts {
+    const char *id;                 /* sandbox id, already validated by the caller */
+    bool network_host;              /* share the host network namespace (explicit opt-in) */
+    struct jail_limits limits;
+};
+
+typedef struct jail jail;   /* opaque */
+
+/* Create a sandbox: dirs, cgroup with limits, namespaces, root filesystem, init.
+ * Blocks until the sandbox's init reports ready (bounded by a timeout). */
+int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err, size_t errlen);
+
+/* End every process of the sandbox (SIGKILL through the cgroup and the pid namespace),
+ * remove its cgroup, mounts and directory. done (may be NULL) is called on the loop once
+ * everything is gone; after that the jail pointer is invalid. Every process still
+ * tracked gets its exit callback before done. */
+void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
+
+/* Host path of the sandbox's /workspace (for the files API). */
+const char *jail_workspace(const jail *j);
+
+struct jail_usage {
+    uint64_t memory_bytes;  /* cgroup memory usage */
+    uint32_t processes;     /* processes alive in the sandbox */
+};
+int jail_usage(const jail *j, struct jail_usage *u);
+
+/* How many times the kernel OOM-killed a process in this sandbox, from the cgroup's
+ * own counter (memory.oom_control oom_kill on v1, memory.events oom_kill on v2). */
+uint64_t jail_oom_kills(const jail *j);
+
+/* A process spawned in a sandbox. */
+typedef struct jail_proc jail_proc;
+
+/* Called once, on the loop, when the process has exited and been reaped.
+ * status is a wait(2) status (WIFEXITED/WIFSIGNALED apply). The jail_proc is freed
+ * right after the callback returns. */
+typedef void (*jail_exit_cb)(jail_proc *p, int status, void *arg);
+
+struct jail_spawn_opts {
+    const char *const *argv;    /* argv[0] is resolved inside the sandbox (absolute path) */
+    const char *const *envp;    /* the whole environment; NULL-terminated */
+    const char *cwd;            /* inside the sandbox; must exist */
+    int stdin_fd;               /* fds of the daemon given to the child as 0, 1, 2 */
+    int stdout_fd;
+    int stderr_fd;
+    int extra_fd;               /* given as fd 3 (the context channel), or -1 */
+};
+
+/* Spawn a process in the sandbox: a new session and process group, the sandbox user, no
+ * capabilities, seccomp, then execve. Fails with the child's errno (e.g. -ENOENT for a
+ * missing program, -EAGAIN at the pids limit) when it could not be started. The caller
+ * keeps ownership of the fds it passed (the jail dups what it needs). */
+int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_exit_cb cb, void *arg,
+               jail_proc **out, char *err, size_t errlen);
+
+/* Signal the process's whole process group (SIGKILL is preceded by SIGCONT so that
+ * stopped processes die too). */
+int jail_proc_kill(jail_proc *p, int sig);
+pid_t jail_proc_pid(const jail_proc *p);   /* pid as seen inside the sandbox */
+
+/* What another process (the Python zygote's child) needs to enter this sandbox:
+ * struct jail_entry, defined in jail_enter.h (which has no libuv dependency) with
+ * ns_pid, cgroup_procs, uid, gid, network_host and userns_ino.
+ * See jail_enter() in jail_enter.h. */
+int jail_entry_info(const jail *j, struct jail_entry *e);
+
+/* Register a process that entered the sandbox by itself (a zygote child), so that its
+ * exit is reported (cb) like a spawned one. ns_pid is its pid inside the sandbox. */
+int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out);
+
+#endif

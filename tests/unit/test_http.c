@@ -1,0 +1,369 @@
+/* Unit tests for http.c and sse.c: a real server on the loop of this thread, a raw
+ * socket client on another thread, exact bytes on the wire. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "http.h"
+#include "sse.h"
+
+static uv_loop_t loop;
+static http_server *srv;
+static uv_async_t stop_async;
+static int port;
+
+/* Handlers: "/echo" answers the body, "/sse/N" streams N events, "/slow" answers later. */
+static uv_timer_t slow_timer;
+static http_req *slow_req;
+static int sse_pauses;
+
+static void slow_done(uv_timer_t *t)
+{
+    (void)t;
+    http_respond(slow_req, 200, "text/plain", "slow", 4, NULL);
+}
+
+struct stream_state {
+    sse s;
+    int left;
+    char payload[1024];
+};
+
+static void sse_pump(http_req *r, void *arg)
+{
+    struct stream_state *st = arg;
+    while (st->left > 0) {
+        st->left--;
+        int rc = sse_event(&st->s, "stdout", st->payload, strlen(st->payload));
+        if (rc < 0)
+            break;
+        if (rc == 1) {
+            sse_pauses++;
+            return;   /* wait for on_drain */
+        }
+    }
+    sse_end(&st->s);
+    (void)r;
+    free(st);
+}
+
+static void sse_abort(http_req *r, void *arg)
+{
+    (void)r;
+    (void)arg;
+}
+
+static void dispatch(http_req *r, void *arg)
+{
+    (void)arg;
+    if (strcmp(r->path, "/echo") == 0) {
+        http_respond(r, 200, "text/plain", r->body.data, r->body.len, NULL);
+    } else if (strncmp(r->path, "/sse/", 5) == 0) {
+        struct stream_state *st = calloc(1, sizeof *st);
+        st->left = (int)strtol(r->path + 5, NULL, 10);
+        memset(st->payload, 'x', sizeof st->payload - 1);
+        st->payload[0] = '"';
+        st->payload[sizeof st->payload - 2] = '"';
+        r->on_drain = sse_pump;
+        r->on_abort = sse_abort;
+        r->cb_arg = st;
+        sse_begin(&st->s, r);
+        sse_pump(r, st);
+    } else if (strcmp(r->path, "/slow") == 0) {
+        slow_req = r;
+        uv_timer_start(&slow_timer, slow_done, 50, 0);
+    } else {
+        http_respond_error(r, 404, "NOT_FOUND", "no %s", r->path);
+    }
+}
+
+static void on_stop(uv_async_t *a)
+{
+    (void)a;
+    uv_close((uv_handle_t *)&stop_async, NULL);
+    uv_close((uv_handle_t *)&slow_timer, NULL);
+    http_server_stop(srv, NULL, NULL);
+}
+
+/* ---- client side ---- */
+
+static int connect_client_rcvbuf(int rcvbuf)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = { 5, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a))
+        return -1;
+    return fd;
+}
+
+static int connect_client(void)
+{
+    return connect_client_rcvbuf(0);
+}
+
+static void send_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Read until the peer closes or `until` appears (NULL: until close). */
+static size_t recv_until(int fd, char *out, size_t cap, const char *until)
+{
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t r = read(fd, out + n, cap - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        out[n] = '\0';
+        if (until && strstr(out, until))
+            break;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static char resp[1 << 20];
+
+static void *client_main(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+static void run_with_client(void *(*fn)(void *))
+{
+    pthread_t t;
+    pthread_create(&t, NULL, fn, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    pthread_join(t, NULL);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    uv_loop_init(&loop);
+    struct http_limits lim = { 1024, 4096, 300, 2000, 3, 16384 };
+    char err[256];
+    assert_int_equal(http_server_start(&srv, &loop, "127.0.0.1", 0, &lim, dispatch, NULL, err,
+                                       sizeof err), 0);
+    port = http_server_port(srv);
+    uv_async_init(&loop, &stop_async, on_stop);
+    uv_timer_init(&loop, &slow_timer);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    uv_loop_close(&loop);
+    return 0;
+}
+
+#define CLIENT(name) static void *name##_client(void *arg)
+#define DONE() do { uv_async_send(&stop_async); return NULL; } while (0)
+
+static const char *expect_status;
+static int failures;
+static char failure_text[512];
+
+static void check(int cond, const char *what)
+{
+    if (!cond && !failures++)
+        snprintf(failure_text, sizeof failure_text, "%s; got: %.300s", what, resp);
+}
+
+CLIENT(keepalive_pipelining)
+{
+    (void)arg;
+    int fd = connect_client();
+    /* two requests in one write: answered in order on the same connection */
+    const char *req = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nonePOST /echo "
+                      "HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, "two");
+    char *a = strstr(resp, "one"), *b = strstr(resp, "two");
+    check(a && b && a < b, "pipelined responses in order");
+    check(strstr(resp, "Connection: keep-alive") != NULL, "keep-alive kept");
+    /* a slow handler does not let the pipelined request behind it overtake it */
+    req = "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\n"
+          "Content-Length: 4\r\n\r\nfast";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, "fast");
+    a = strstr(resp, "slow");
+    b = strstr(resp, "fast");
+    check(a && b && a < b, "slow response before the fast one");
+    close(fd);
+    DONE();
+}
+
+CLIENT(chunked_and_continue)
+{
+    (void)arg;
+    int fd = connect_client();
+    const char *req = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, "abcde");
+    check(strstr(resp, "Content-Length: 5\r\n") && strstr(resp, "abcde"), "chunked body");
+    req = "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, "\r\n\r\n");
+    check(strncmp(resp, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 0, "100 Continue");
+    send_all(fd, "hi", 2);
+    recv_until(fd, resp, sizeof resp, "hi");
+    check(strstr(resp, "200 OK") != NULL, "body after 100-continue");
+    close(fd);
+    DONE();
+}
+
+CLIENT(limits)
+{
+    (void)arg;
+    int fd = connect_client();
+    char big[2048];
+    memset(big, 'a', sizeof big);
+    big[sizeof big - 1] = '\0';
+    char req[4096];
+    snprintf(req, sizeof req, "GET /echo HTTP/1.1\r\nX-Big: %s\r\n\r\n", big);
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, NULL);
+    check(strstr(resp, "431") && strstr(resp, "HEADERS_TOO_LARGE"), "431 for big headers");
+    close(fd);
+
+    fd = connect_client();
+    req[0] = '\0';
+    const char *r2 = "POST /echo HTTP/1.1\r\nContent-Length: 99999\r\n\r\n";
+    send_all(fd, r2, strlen(r2));
+    recv_until(fd, resp, sizeof resp, NULL);
+    check(strstr(resp, "413 Payload Too Large") && strstr(resp, "PAYLOAD_TOO_LARGE"),
+          "413 from Content-Length");
+    close(fd);
+
+    fd = connect_client();
+    const char *r3 = "BLAH / HTTP/1.1\r\n\r\n";
+    send_all(fd, r3, strlen(r3));
+    recv_until(fd, resp, sizeof resp, NULL);
+    check(strstr(resp, "400 Bad Request") && strstr(resp, "malformed"), "400 for garbage");
+    close(fd);
+
+    fd = connect_client();
+    send_all(fd, "GET /echo HTTP/1.1\r\nHost:", 25);   /* never finished */
+    recv_until(fd, resp, sizeof resp, NULL);
+    check(strstr(resp, "408") != NULL, "408 for a stalled request");
+    close(fd);
+    DONE();
+}
+
+CLIENT(max_connections)
+{
+    (void)arg;
+    int fds[4];
+    for (int i = 0; i < 3; i++)
+        fds[i] = connect_client();
+    fds[3] = connect_client();
+    recv_until(fds[3], resp, sizeof resp, NULL);
+    check(strstr(resp, "429") && strstr(resp, "LIMIT_REACHED"), "429 past max connections");
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+    DONE();
+}
+
+CLIENT(sse_backpressure)
+{
+    (void)arg;
+    /* a small receive window and a late reader: the server must pause, not drop */
+    int fd = connect_client_rcvbuf(4096);
+    const char *req = "GET /sse/3000 HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    usleep(300000);
+    static char big[4 << 20];
+    size_t n = recv_until(fd, big, sizeof big, "\r\n0\r\n\r\n");
+    int events = 0;
+    for (char *p = big; (p = strstr(p, "event: stdout\n")); p++)
+        events++;
+    snprintf(resp, sizeof resp, "%zu bytes, %d events, %d pauses", n, events, sse_pauses);
+    check(n > 3000 * 1000, "all bytes arrive");
+    check(events == 3000, "every event delivered, none dropped");
+    check(strstr(big, "id: 3000\n") != NULL, "ids count up to 3000");
+    check(strstr(big, "Transfer-Encoding: chunked") != NULL, "chunked stream");
+    check(sse_pauses > 0, "the producer was paused at least once");
+    close(fd);
+    DONE();
+}
+
+CLIENT(sse_disconnect)
+{
+    (void)arg;
+    int fd = connect_client();
+    const char *req = "GET /sse/100000 HTTP/1.1\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, 4096, NULL);
+    close(fd);   /* gone mid-stream: the server must clean up and keep serving */
+    usleep(100000);
+    fd = connect_client();
+    send_all(fd, "POST /echo HTTP/1.1\r\nContent-Length: 2\r\n\r\nok", 44);
+    recv_until(fd, resp, sizeof resp, "ok");
+    check(strstr(resp, "200 OK") != NULL, "server alive after a client vanished");
+    close(fd);
+    DONE();
+}
+
+#define TEST(name)                                                                       \
+    static void name(void **state)                                                       \
+    {                                                                                    \
+        (void)state;                                                                     \
+        failures = 0;                                                                    \
+        setup(NULL);                                                                     \
+        run_with_client(name##_client);                                                  \
+        teardown(NULL);                                                                  \
+        if (failures)                                                                    \
+            fail_msg("%s", failure_text);                                                \
+    }
+
+TEST(keepalive_pipelining)
+TEST(chunked_and_continue)
+TEST(limits)
+TEST(max_connections)
+TEST(sse_backpressure)
+TEST(sse_disconnect)
+
+int main(void)
+{
+    (void)client_main;
+    signal(SIGPIPE, SIG_IGN);
+    (void)expect_status;
+    (void)sse_pauses;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(keepalive_pipelining),
+        cmocka_unit_test(chunked_and_continue),
+        cmocka_unit_test(limits),
+        cmocka_unit_test(max_connections),
+        cmocka_unit_test(sse_backpressure),
+        cmocka_unit_test(sse_disconnect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
