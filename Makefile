@@ -43,8 +43,9 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -G Ninja -DFUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
 	@ninja -C build-fuzz fuzz_http fuzz_json
-	build-fuzz/tests/fuzz/fuzz_http -max_total_time=$(FUZZ_SECONDS) -max_len=8192 tests/fuzz/corpus/http
-	build-fuzz/tests/fuzz/fuzz_json -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus/json
+	@mkdir -p build-fuzz/corpus/http build-fuzz/corpus/json
+	build-fuzz/tests/fuzz/fuzz_http -max_total_time=$(FUZZ_SECONDS) -max_len=8192 build-fuzz/corpus/http tests/fuzz/corpus/http
+	build-fuzz/tests/fuzz/fuzz_json -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/json tests/fuzz/corpus/json
 
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize:

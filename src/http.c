@@ -246,6 +246,8 @@ void http_respond(http_req *r, int status, const char *ctype, const void *body, 
 
 /* Error envelope into b: {"code":"…","message":"…"} with the message escaped. */
 static void format_error(buf *b, const char *code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void format_error(buf *b, const char *code, const char *fmt, va_list ap)
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -105,7 +105,8 @@ int jx_uint(const json_t *obj, const char *field, uint64_t min, uint64_t max, bo
     } else if (json_is_real(v)) {
         double d = json_real_value(v);
         ok = d == floor(d) && d >= 0 && d < 9.2e18;
-        x = (json_int_t)d;
+        if (ok)
+            x = (json_int_t)d;
     }
     if (!ok || x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
         char p[64];

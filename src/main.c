@@ -101,10 +101,11 @@ int main(int argc, char **argv)
 
     const char *h = cfg.host;
     bool v6 = strchr(h, ':') != NULL;
-    log_info("sandboxd %s listening on http://%s%s%s:%d (state in %s%s)", SANDBOXD_VERSION,
+    /* the banner is printed whatever the log level: scripts wait for it */
+    fprintf(stderr, "sandboxd %s listening on http://%s%s%s:%d (state in %s%s)\n", SANDBOXD_VERSION,
              v6 ? "[" : "", h, v6 ? "]" : "", http_server_port(app.server), cfg.state_dir,
              cfg.token[0] ? ", token required" : "");
-    log_info("try: curl http://%s%s%s:%d/v1/health", v6 ? "[" : "", h, v6 ? "]" : "",
+    fprintf(stderr, "try: curl http://%s%s%s:%d/v1/health\n", v6 ? "[" : "", h, v6 ? "]" : "",
              http_server_port(app.server));
 
     uv_run(loop, UV_RUN_DEFAULT);
