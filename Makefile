@@ -33,6 +33,8 @@ e2e: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure
+	$(PYTEST) -q runtimes/python/tests
+	node --test runtimes/node/test/
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e
 
 bench: build

@@ -3,7 +3,8 @@
 // (docs/protocol.md).
 //
 // Guarantees:
-// - send(msg) writes one line; messages leave in the order send() was called, and each
+// - send(...msgs) writes one line per message in a single write; messages leave in the
+//   order send() was called, and each
 //   leaves only after every byte written earlier to process.stdout/process.stderr has
 //   reached the pipe (the ordering rule). The common case (nothing pending) writes at once.
 // - onMessage(msg) is called once per complete line, in order; a line that is not a JSON
@@ -35,8 +36,8 @@ function openChannel(onMessage) {
   sock.on('end', () => process.exit(0));
   sock.on('error', () => process.exit(0));
 
-  function send(msg) {
-    const line = JSON.stringify(msg) + '\n';
+  function send(...msgs) {
+    const line = msgs.map((m) => JSON.stringify(m) + '\n').join('');
     if (queue === null && !pendingOutput()) { sock.write(line); return; }
     const mine = (queue ?? Promise.resolve()).then(flushed).then(() => {
       sock.write(line);

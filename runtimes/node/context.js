@@ -16,7 +16,7 @@
 const vm = require('vm');
 const path = require('path');
 const { createRequire } = require('module');
-const { compileCell, IMPORTS } = require('./transform');
+const { compileCell } = require('./transform');
 const { makeDisplay } = require('./display');
 const { makeConsole } = require('./stdio');
 const { describeError, describeParseError, interrupted } = require('./errors');
@@ -70,7 +70,9 @@ function createContext({ language, cwd, onDisplay }) {
       if (compiled.prelude) {
         const imports = script(compiled.prelude, filename).runInContext(context, runOptions);
         const namespaces = await Promise.all(imports);
-        Object.defineProperty(g, IMPORTS, { value: namespaces, configurable: true, writable: false, enumerable: false });
+        for (const { local, index, imported } of compiled.bindings) {
+          g[local] = imported === '*' ? namespaces[index] : namespaces[index][imported];
+        }
       }
       let value = script(compiled.body, filename).runInContext(context, runOptions);
       if (!compiled.hasResult && !compiled.isAsync) return { hasResult: false };
@@ -79,8 +81,6 @@ function createContext({ language, cwd, onDisplay }) {
     } catch (err) {
       if (err?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') return { error: interrupted() };
       return { error: describeError(err, cell) };
-    } finally {
-      delete g[IMPORTS];
     }
   }
 

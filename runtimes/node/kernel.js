@@ -22,6 +22,8 @@ delete process.env.SANDBOXD_LANGUAGE;
 
 const { openChannel } = require('./channel');
 const { writeOut, writeErr } = require('./stdio');
+const { describeError, interrupted } = require('./errors');
+const { toResult } = require('./display');
 
 let context = null; // the vm context, built lazily (context.js)
 let current = null; // the running execution: {id, cell, stop(error)}
@@ -56,14 +58,13 @@ function onDisplay(result) {
 }
 
 function escaped(err) {
-  const { describeError } = require('./errors');
   const error = describeError(err, { scriptDir: getContext().scriptDir, label: '<cell>', source: '' });
   if (current) current.stop(error);
   else writeErr(`Uncaught ${error.traceback.join('\n')}\n`);
 }
 
 process.on('SIGINT', () => {
-  if (current) current.stop(require('./errors').interrupted());
+  if (current) current.stop(interrupted());
 });
 process.on('uncaughtException', escaped);
 process.on('unhandledRejection', escaped);
@@ -95,16 +96,18 @@ async function execute(msg) {
     restoreEnv();
     current = null;
   }
+  const last = []; // the main result or error, and end: one write
   let { error } = outcome;
   if (!error && outcome.hasResult && outcome.value !== undefined) {
     try {
-      channel.send({ type: 'result', id, result: require('./display').toResult(outcome.value, true) });
+      last.push({ type: 'result', id, result: toResult(outcome.value, true) });
     } catch (err) {
-      error = require('./errors').describeError(err, { scriptDir: getContext().scriptDir, label: `<cell ${count}>`, source: '' });
+      error = describeError(err, { scriptDir: getContext().scriptDir, label: `<cell ${count}>`, source: '' });
     }
   }
-  if (error) channel.send({ type: 'error', id, error });
-  channel.send({ type: 'end', id, executionCount: count });
+  if (error) last.push({ type: 'error', id, error });
+  last.push({ type: 'end', id, executionCount: count });
+  channel.send(...last);
 }
 
 async function drain() {

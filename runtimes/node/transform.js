@@ -10,15 +10,15 @@
 //   the rewrite never adds or removes a line break), so V8's line numbers are the user's.
 // - The cell becomes two scripts: `prelude` (function declarations, kept at their
 //   positions with everything else blanked, `var` for every binding, and the `import()`
-//   calls of static imports, evaluated first as ESM hoists them) and `body` (everything
-//   else). When the cell uses top-level await the body is wrapped in an async arrow whose
+//   calls of static imports) and `body` (everything else), plus the list of import
+//   bindings to assign between the two (imports are evaluated and bound before the body
+//   runs, as ESM hoists them). When the cell uses top-level await the body is wrapped in an async arrow whose
 //   last expression statement is returned; otherwise the body is a plain script whose
 //   completion value is the result, so a synchronous cell runs entirely inside
 //   runInContext (where SIGINT can stop it).
 // - Syntax errors throw a SyntaxError whose `loc` is {line, column} in the user's cell.
 // Assumes: input is a string; it may be hostile but only ever runs as the user's own code.
 
-const IMPORTS = '__sandboxd_imports';
 const ASYNC_PREFIX = '(async () => {';
 
 let acorn = null;
@@ -129,18 +129,14 @@ function rewriteDeclaration(decl, edits, names, inForHead) {
   edits.insert(decl.declarations[decl.declarations.length - 1].end, ')');
 }
 
+// The bindings of one import declaration: {local, index, imported} where imported is
+// '*' (the namespace), 'default' or an export name.
 function importBindings(node, index) {
-  const parts = [];
-  for (const s of node.specifiers) {
-    const ns = `${IMPORTS}[${index}]`;
-    if (s.type === 'ImportDefaultSpecifier') parts.push(`${s.local.name} = ${ns}.default`);
-    else if (s.type === 'ImportNamespaceSpecifier') parts.push(`${s.local.name} = ${ns}`);
-    else {
-      const key = s.imported.type === 'Identifier' ? s.imported.name : s.imported.value;
-      parts.push(`${s.local.name} = ${ns}[${JSON.stringify(key)}]`);
-    }
-  }
-  return parts;
+  return node.specifiers.map((s) => {
+    if (s.type === 'ImportNamespaceSpecifier') return { local: s.local.name, index, imported: '*' };
+    if (s.type === 'ImportDefaultSpecifier') return { local: s.local.name, index, imported: 'default' };
+    return { local: s.local.name, index, imported: s.imported.type === 'Identifier' ? s.imported.name : s.imported.value };
+  });
 }
 
 // Walks statements and expressions outside functions: finds top-level await and
@@ -170,7 +166,7 @@ function walkOutsideFunctions(node, state, edits, names, parent) {
   }
 }
 
-// Compiles one cell. The body reads static imports' namespaces from the global IMPORTS.
+// Compiles one cell.
 function compileCell(source, language) {
   const code = language === 'typescript' ? stripTypes(source) : source;
   const { reparen, ast: program } = parse(code);
@@ -180,6 +176,7 @@ function compileCell(source, language) {
   const preludeEdits = new Edits(text);
   const names = [];
   const imports = [];
+  const bindings = [];
   const functions = [];
   const state = { usesAwait: false };
 
@@ -218,20 +215,18 @@ function compileCell(source, language) {
         body.insert(node.end, ')');
         walkOutsideFunctions(node.superClass, state, body, names, node);
         continue;
-      case 'ImportDeclaration': {
-        const bindings = importBindings(node, imports.length);
-        for (const s of node.specifiers) names.push(s.local.name);
+      case 'ImportDeclaration':
+        for (const b of importBindings(node, imports.length)) { bindings.push(b); names.push(b.local); }
         imports.push(node.source.value);
-        if (bindings.length) body.replace(node.start, node.end, `void (${bindings.join(', ')});`);
-        else body.blank(node.start, node.end);
+        body.blank(node.start, node.end);
         continue;
-      }
     }
     walkOutsideFunctions(node, state, body, names, program);
   }
 
-  // Anything last that is not an expression statement ('use strict' included) has no value.
-  const last = statements[statements.length - 1];
+  // The value is the last expression statement's when only function declarations (which
+  // have no completion value) follow it; anything else last ('use strict' too) has none.
+  const last = statements.findLast((s) => s.type !== 'FunctionDeclaration' && s.type !== 'EmptyStatement');
   const hasResult = last !== undefined && last.type === 'ExpressionStatement' && last.directive !== 'use strict';
 
   let bodyText;
@@ -258,10 +253,11 @@ function compileCell(source, language) {
   }
   return {
     prelude, // null, or a script whose value is an array of import() promises
+    bindings, // how to bind the namespaces those promises give: {local, index, imported}
     body: { code: bodyText, columnOffset: bodyOffset },
     isAsync: state.usesAwait,
     hasResult,
   };
 }
 
-module.exports = { compileCell, warmUp, IMPORTS };
+module.exports = { compileCell, warmUp };

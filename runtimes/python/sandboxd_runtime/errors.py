@@ -37,7 +37,7 @@ def _frame(frame, cells):
         raw = lines[frame.lineno - 1]
         if raw.strip() != (line or "").strip():  # a transformed magic line
             colno = end_colno = None
-        line = raw
+        line = raw + "\n"  # like linecache's lines (carets count the newline)
     return traceback.FrameSummary(
         label, frame.lineno, frame.name, lookup_line=False, line=line,
         end_lineno=frame.end_lineno, colno=colno, end_colno=end_colno)

@@ -13,11 +13,18 @@
 * PNG for matplotlib figures (see figures.png).
 
 Formatters never raise: a value they cannot render gets no such field.
+
+``FastDisplayFormatter`` is IPython's DisplayFormatter with a shortcut: a
+value of exactly ``int``, ``float``, ``bool`` or ``str`` for which no
+formatter other than text/plain has a printer gets only text/plain, computed
+by the (possibly user-configured) plain-text formatter. Same output, about a
+tenth of the cost (each IPython formatter call binds its arguments through
+``inspect``); this dominates the cost of a cell like ``1+1``.
 """
 
 import json
 
-from IPython.core.formatters import BaseFormatter
+from IPython.core.formatters import BaseFormatter, DisplayFormatter
 from traitlets import ObjectName, Unicode
 
 from . import figures, jsonvalue, results
@@ -31,6 +38,23 @@ class _DataFormatter(BaseFormatter):
     format_type = Unicode(results.DATA_MIME)
     print_method = ObjectName("_repr_sandboxd_data_")
     _return_type = (dict, list)
+
+
+_SCALARS = (int, float, bool, str)
+
+
+class FastDisplayFormatter(DisplayFormatter):
+    """DisplayFormatter with the builtin-scalar shortcut described above."""
+
+    def format(self, obj, include=None, exclude=None):
+        kind = type(obj)
+        if kind in _SCALARS and not include and not exclude and not any(
+                kind in f.type_printers for mime, f in self.formatters.items()
+                if mime != "text/plain"):
+            plain = self.formatters["text/plain"]
+            if plain.enabled:
+                return {"text/plain": plain(obj)}, {}
+        return super().format(obj, include=include, exclude=exclude)
 
 
 def _plain_json(obj):

@@ -12,6 +12,7 @@
 * ``!cmd`` runs through ``subprocess`` with fd 1/2 inherited (streams directly);
 * ``%pip install`` fails with a clear UsageError (there is no package index),
   other ``%pip`` subcommands run ``python3 -m pip``; ``%conda`` is refused;
+* ``exit()``/``quit()`` raise SystemExit like ``sys.exit()``;
 * ``%matplotlib`` is accepted and changes nothing (the sandboxd backend is
   always active).
 
@@ -125,6 +126,14 @@ class SandboxShell(InteractiveShell):
     def showsyntaxerror(self, filename=None, running_compiled_code=False):
         self.showtraceback()
 
+    def init_display_formatter(self):
+        self.display_formatter = formatters.FastDisplayFormatter(parent=self)
+        self.configurables.append(self.display_formatter)
+
+    def ask_exit(self):
+        """``exit()``/``quit()``: like ``sys.exit()``, an error; the context lives on."""
+        raise SystemExit()
+
     def enable_matplotlib(self, gui=None):
         return gui, BACKEND
 
@@ -161,5 +170,6 @@ def create():
     formatters.install(shell)
     shell.register_magics(_PackagingMagics)
     warnings.filterwarnings("ignore", message="To exit: use 'exit'")
+    warnings.filterwarnings("ignore", message="Output cache limit")
     _warm_up(shell)
     return shell

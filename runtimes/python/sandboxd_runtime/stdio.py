@@ -15,7 +15,8 @@ import io
 import sys
 
 _ERRORS = "sandboxd-replace"
-codecs.register_error(_ERRORS, lambda exc: ("\ufffd", exc.end))
+# The UTF-8 encoder accepts only ASCII str replacements, so give it bytes.
+codecs.register_error(_ERRORS, lambda exc: ("\ufffd".encode(), exc.end))
 
 
 class _WriteThrough(io.TextIOWrapper):

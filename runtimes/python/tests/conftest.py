@@ -36,6 +36,15 @@ class Run:
         self.stderr = "".join(e[1] for e in events if e[0] == "stderr")
 
     @property
+    def kinds(self):
+        """Event types in order, repeats merged (a print may be two writes)."""
+        kinds = []
+        for kind, _ in self.events:
+            if not kinds or kinds[-1] != kind or kind not in ("stdout", "stderr"):
+                kinds.append(kind)
+        return kinds
+
+    @property
     def main(self):
         mains = [r for r in self.results if r.get("isMainResult")]
         assert len(mains) <= 1

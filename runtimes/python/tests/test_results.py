@@ -58,7 +58,7 @@ def test_display_is_a_builtin_and_keeps_call_order(ctx):
                   "print('between')\ndisplay(2)\n3")
     assert [(r["text"], r["isMainResult"]) for r in run.results] == [
         ("'a'", False), ("2", False), ("3", True)]
-    assert [e[0] for e in run.events] == ["result", "stdout", "result", "result", "end"]
+    assert run.kinds == ["result", "stdout", "result", "result", "end"]
 
 
 def test_ipython_display_objects(ctx):
