@@ -29,13 +29,13 @@ unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
 e2e: build
-	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e tests/hostile
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure
 	$(PYTEST) -q runtimes/python/tests
 	node --test runtimes/node/test/
-	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e tests/hostile
 
 bench: build
 	/usr/bin/python3 bench/run.py --build $(abspath $(BUILD))

@@ -7,14 +7,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "context.h"
 #include "log.h"
 
 enum { ROUTE_PUBLIC = 1 };   /* no token needed */
 
+#define H(fn) ((void (*)(void))(fn))
+
 /* One row per route of API.md. */
 static const struct route ROUTES[] = {
-    { "GET", "/v1/health", (void (*)(void))api_health, ROUTE_PUBLIC },
-    { "GET", "/metrics", (void (*)(void))api_metrics, 0 },
+    { "GET", "/v1/health", H(api_health), ROUTE_PUBLIC },
+    { "GET", "/metrics", H(api_metrics), 0 },
+    { "GET", "/v1/sandboxes", H(api_sandbox_list), 0 },
+    { "POST", "/v1/sandboxes", H(api_sandbox_post), 0 },
+    { "PUT", "/v1/sandboxes/{sid}", H(api_sandbox_put), 0 },
+    { "GET", "/v1/sandboxes/{sid}", H(api_sandbox_get), 0 },
+    { "DELETE", "/v1/sandboxes/{sid}", H(api_sandbox_delete), 0 },
+    { "POST", "/v1/sandboxes/{sid}/exec", H(api_exec), 0 },
+    { "POST", "/v1/sandboxes/{sid}/contexts", H(api_context_create), 0 },
+    { "GET", "/v1/sandboxes/{sid}/contexts", H(api_context_list), 0 },
+    { "GET", "/v1/sandboxes/{sid}/contexts/{cid}", H(api_context_get), 0 },
+    { "DELETE", "/v1/sandboxes/{sid}/contexts/{cid}", H(api_context_delete), 0 },
+    { "POST", "/v1/sandboxes/{sid}/contexts/{cid}/interrupt", H(api_context_interrupt), 0 },
+    { "POST", "/v1/sandboxes/{sid}/contexts/{cid}/restart", H(api_context_restart), 0 },
+    { "POST", "/v1/sandboxes/{sid}/execute", H(api_execute), 0 },
 };
 
 void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg)

@@ -30,16 +30,32 @@ struct app {
     http_server *server;
     uint64_t started_ns;
     struct lang_status langs[3];    /* python, javascript, typescript */
+    char runtimes_dir[600];         /* host dir of runtimes/ */
 };
+
+struct sandbox;
+/* The sandbox named by the route's {sid}; when there is none, the request has been
+ * answered (400 for an invalid id, 404 SANDBOX_NOT_FOUND) and NULL is returned. */
+struct sandbox *api_sandbox_lookup(http_req *req, const route_params *p);
 
 typedef void (*api_handler)(struct app *app, http_req *req, const route_params *p);
 
 /* The dispatch function given to the HTTP server (arg is the struct app). */
 void api_dispatch(http_req *req, void *arg);
 void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg);
+/* Find Node's version (node --version, asynchronously) for JavaScript/TypeScript. */
+void api_probe_node(struct app *app);
+/* Bring app->langs up to date (Python follows the zygote's state). */
+void api_update_langs(struct app *app);
 
 /* Handlers, by module. */
 void api_health(struct app *app, http_req *req, const route_params *p);
 void api_metrics(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_put(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_post(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_get(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_list(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_delete(struct app *app, http_req *req, const route_params *p);
+void api_exec(struct app *app, http_req *req, const route_params *p);
 
 #endif

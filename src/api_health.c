@@ -6,6 +6,8 @@
 
 #include "api.h"
 #include "escape.h"
+#include "jail.h"
+#include "sandbox.h"
 #include "metrics.h"
 
 /* Rendered by hand, not through a jansson DOM: health is the request probes send most,
@@ -13,6 +15,7 @@
 void api_health(struct app *app, http_req *req, const route_params *p)
 {
     (void)p;
+    api_update_langs(app);
     buf b;
     buf_init(&b, 4096);
     int rc = buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SANDBOXD_VERSION "\",\"languages\":{");
@@ -26,9 +29,16 @@ void api_health(struct app *app, http_req *req, const route_params *p)
         if (!rc)
             rc = buf_puts(&b, "}");
     }
+    const struct jail_features *f = jail_features();
+#define B(x) ((x) ? "true" : "false")
     if (!rc)
-        rc = buf_printf(&b, "},\"uptimeSeconds\":%.3f}",
-                        (double)(uv_hrtime() - app->started_ns) / 1e9);
+        rc = buf_printf(&b, "},\"sandbox\":{\"root\":%s,\"userNamespaces\":%s,\"cgroupVersion\":%d,"
+                        "\"memoryLimit\":%s,\"pidsLimit\":%s,\"cpuLimit\":%s,\"diskLimit\":%s,"
+                        "\"seccomp\":%s},\"sandboxes\":%u,\"uptimeSeconds\":%.3f}",
+                        B(f->root), B(f->userns), f->cgroup_version, B(f->memory_limit),
+                        B(f->pids_limit), B(f->cpu_limit), B(f->disk_limit), B(f->seccomp),
+                        sbx_count(), (double)(uv_hrtime() - app->started_ns) / 1e9);
+#undef B
     if (rc)
         http_respond_error(req, 500, "INTERNAL_ERROR", "the health report does not fit");
     else

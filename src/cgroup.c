@@ -13,7 +13,9 @@
  * Nothing here trusts the contents of files a sandbox could write: sandboxes cannot
  * write to these files (they are owned by host root), and parsing is bounded anyway.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "cgroup.h"
 
 #include <dirent.h>
@@ -151,7 +153,13 @@ static bool words_have(const char *text, const char *name)
         while (*p == ' ' || *p == '\n')
             p++;
         size_t tl = strcspn(p, " \n");
-        if (tl == nl && memcmp(p, name, nl) == 0)
+        const char *w = p;
+        size_t wl = tl;
+        if (wl && *w == '+') {   /* "+memory" as written to subtree_control */
+            w++;
+            wl--;
+        }
+        if (wl == nl && memcmp(w, name, nl) == 0)
             return true;
         p += tl;
     }

@@ -39,7 +39,10 @@ struct config {
     uint64_t exec_timeout_ms;
     uint64_t max_output_bytes;
     uint64_t kill_grace_ms;
+    uint64_t max_contexts;
+    uint64_t max_result_bytes;
     char runtimes_dir[512];
+    char python_preload[512];
     uint64_t host_uid_base;
 };
 

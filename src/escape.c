@@ -72,22 +72,25 @@ static int esc_ascii(buf *out, unsigned char c)
     }
 }
 
-static bool is_plain(unsigned char c)
+static bool is_plain(unsigned char c, bool json)
 {
+    if (!json)
+        return c < 0x80;
     return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
 }
 
 /* Escape one decoded step: valid sequences are copied, invalid ones replaced. */
-static int emit_step(buf *out, const unsigned char *s, size_t used, int st)
+static int emit_step(buf *out, const unsigned char *s, size_t used, int st, bool json)
 {
     if (st != STEP_VALID)
         return buf_append(out, REPLACEMENT, 3);
-    if (used == 1)
+    if (used == 1 && json)
         return esc_ascii(out, s[0]);
     return buf_append(out, s, used);
 }
 
-int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
+/* The one decoder loop behind esc_json (json = true) and esc_utf8 (json = false). */
+static int esc_any(buf *out, esc_carry *carry, const void *data, size_t n, bool final, bool json)
 {
     const unsigned char *s = data;
     size_t i = 0, used;
@@ -109,7 +112,7 @@ int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
             carry->npend = 0;
             return buf_append(out, REPLACEMENT, 3);
         }
-        if ((rc = emit_step(out, tmp, used, st)))
+        if ((rc = emit_step(out, tmp, used, st, json)))
             return rc;
         /* The pending prefix was well-formed so far, so used >= npend. */
         i = used - carry->npend;
@@ -118,7 +121,7 @@ int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
 
     while (i < n) {
         size_t j = i;
-        while (j < n && is_plain(s[j]))
+        while (j < n && is_plain(s[j], json))
             j++;
         if (j > i && (rc = buf_append(out, s + i, j - i)))
             return rc;
@@ -131,11 +134,21 @@ int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
             carry->npend = (unsigned)used;
             return 0;
         }
-        if ((rc = emit_step(out, s + i, used, st)))
+        if ((rc = emit_step(out, s + i, used, st, json)))
             return rc;
         i += used;
     }
     return 0;
+}
+
+int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
+{
+    return esc_any(out, carry, data, n, final, true);
+}
+
+int esc_utf8(buf *out, esc_carry *carry, const void *data, size_t n, bool final)
+{
+    return esc_any(out, carry, data, n, final, false);
 }
 
 int esc_json_quoted(buf *out, const void *data, size_t n)

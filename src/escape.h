@@ -25,6 +25,10 @@ typedef struct esc_carry {
  * chunk. carry may be NULL when data is a whole string. Returns 0 or buf's error. */
 int esc_json(buf *out, esc_carry *carry, const void *data, size_t n, bool final);
 
+/* Append data as valid UTF-8 without JSON escaping: ill-formed sequences become U+FFFD,
+ * everything else is copied (for strings handed to jansson, which requires UTF-8). */
+int esc_utf8(buf *out, esc_carry *carry, const void *data, size_t n, bool final);
+
 /* Append "..." — a whole JSON string literal of data. */
 int esc_json_quoted(buf *out, const void *data, size_t n);
 

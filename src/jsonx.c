@@ -37,8 +37,10 @@ json_t *jx_parse_object(const http_req *req, bool allow_empty, int *status, cons
         *code = "VALIDATION_FAILED";
         return NULL;
     }
+    /* JSON, or what curl -d and fetch() send by default when nobody sets a type */
     if (req->content_type[0] && strncasecmp(req->content_type, "application/json", 16) != 0 &&
-        strncasecmp(req->content_type, "text/plain", 10) != 0) {
+        strncasecmp(req->content_type, "text/plain", 10) != 0 &&
+        strncasecmp(req->content_type, "application/x-www-form-urlencoded", 33) != 0) {
         snprintf(err, errlen, "Content-Type '%.60s' is not application/json", req->content_type);
         *status = 415;
         *code = "UNSUPPORTED_MEDIA_TYPE";

@@ -9,23 +9,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "api.h"
 #include "config.h"
 #include "http.h"
+#include "jail.h"
 #include "log.h"
+#include "context.h"
+#include "sandbox.h"
+#include "zygote_client.h"
 
 static struct config cfg;
 static struct app app;
 static uv_signal_t sig_term, sig_int;
 static bool stopping;
 
+static void sandboxes_gone(void *arg)
+{
+    (void)arg;
+    zyg_stop();
+    jail_global_shutdown();
+    uv_close((uv_handle_t *)&sig_term, NULL);
+    uv_close((uv_handle_t *)&sig_int, NULL);
+}
+
+/* Connections are closed (requests in flight aborted): now end every sandbox. */
 static void server_stopped(void *arg)
 {
     (void)arg;
-    uv_close((uv_handle_t *)&sig_term, NULL);
-    uv_close((uv_handle_t *)&sig_int, NULL);
+    sbx_destroy_all(sandboxes_gone, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -58,6 +72,19 @@ static int make_dirs(const char *path)
     return 0;
 }
 
+/* Directory of this executable: the helper binaries are built next to it. */
+static int exe_dir(char *out, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", out, n - 1);
+    if (len <= 0)
+        return -errno;
+    out[len] = '\0';
+    char *slash = strrchr(out, '/');
+    if (slash)
+        *slash = '\0';
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     char err[512];
@@ -79,7 +106,43 @@ int main(int argc, char **argv)
     }
 
     uv_loop_t *loop = uv_default_loop();
+    char bindir[512], init_path[600], runtimes[600];
+    if (exe_dir(bindir, sizeof bindir)) {
+        fprintf(stderr, "sandboxd: cannot find its own directory\n");
+        return 1;
+    }
+    snprintf(init_path, sizeof init_path, "%s/sandboxd-init", bindir);
+    snprintf(runtimes, sizeof runtimes, "%s",
+             cfg.runtimes_dir[0] ? cfg.runtimes_dir : SANDBOXD_SOURCE_DIR "/runtimes");
+    struct jail_global jg = {
+        .state_dir = cfg.state_dir,
+        .init_path = init_path,
+        .runtimes_dir = runtimes,
+        .host_uid_base = (uid_t)cfg.host_uid_base,
+        .max_sandboxes = (unsigned)cfg.max_sandboxes,
+    };
+    if ((rc = jail_global_init(loop, &jg, err, sizeof err))) {
+        fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);
+        return 1;
+    }
+    sbx_init(&cfg);
     api_init(&app, loop, &cfg);
+    ctx_init(&app);
+    snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
+
+    /* Python contexts: the zygote (after jail_global_init: it must be our subreaper child) */
+    char zygote_path[600], mpl_cache[600];
+    snprintf(zygote_path, sizeof zygote_path, "%s/sandboxd-zygote", bindir);
+    snprintf(mpl_cache, sizeof mpl_cache, "%s/mpl-cache", bindir);
+    struct zyg_config zc = {
+        .zygote_path = zygote_path,
+        .runtimes_dir = runtimes,
+        .mpl_cache = mpl_cache,
+        .preload = cfg.python_preload,
+    };
+    if ((rc = zyg_start(loop, &zc, err, sizeof err)))
+        log_error("Python contexts are unavailable: %s", err);
+    api_probe_node(&app);
     struct http_limits lim = {
         .max_header_bytes = cfg.max_header_bytes,
         .max_body_bytes = cfg.max_body_bytes,

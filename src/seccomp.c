@@ -14,13 +14,15 @@
  * arguments are compared on their low 32 bits (masked) where the kernel ignores the high
  * half, so garbage in the upper half cannot slip past a check.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-#include "seccomp.h"
+#endif
+#include "jail_seccomp.h"
 
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sched.h>
-#include <seccomp.h>
+#include <seccomp.h>   /* libseccomp (our header is jail_seccomp.h: no clash) */
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>

@@ -164,7 +164,7 @@ def test_token_required(make_daemon):
 
 def test_refuses_public_listen_without_token():
     import subprocess
-    from conftest import BINARY
+    from sbxtest import BINARY
     p = subprocess.run([BINARY, "--listen", "0.0.0.0:0", "--state-dir", "/tmp/sbx-x"],
                        capture_output=True, timeout=10)
     assert p.returncode == 2
@@ -173,7 +173,7 @@ def test_refuses_public_listen_without_token():
 
 def test_bad_flag_is_reported():
     import subprocess
-    from conftest import BINARY
+    from sbxtest import BINARY
     p = subprocess.run([BINARY, "--max-body-bytes", "lots"], capture_output=True, timeout=10)
     assert p.returncode == 2
     assert b"--max-body-bytes: 'lots'" in p.stderr

@@ -86,6 +86,16 @@ static void quoted(void **state)
     buf_free(&b);
 }
 
+static void utf8_only(void **state)
+{
+    (void)state;
+    buf b;
+    buf_init(&b, 64);
+    assert_int_equal(esc_utf8(&b, NULL, "a\"\n\xff\xC3\xA9", 6, true), 0);
+    assert_string_equal(b.data, "a\"\n" FFFD "\xC3\xA9");
+    buf_free(&b);
+}
+
 static void respects_cap(void **state)
 {
     (void)state;
@@ -103,6 +113,7 @@ int main(void)
         cmocka_unit_test(invalid_sequences),
         cmocka_unit_test(carry_across_chunks),
         cmocka_unit_test(quoted),
+        cmocka_unit_test(utf8_only),
         cmocka_unit_test(respects_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,12 +1,13 @@
 /*
- * seccomp.h — the sandbox's system call filter: a static table of denied calls (see
+ * jail_seccomp.h — (named so, not seccomp.h, to avoid shadowing libseccomp's <seccomp.h>)
+ * the sandbox's system call filter: a static table of denied calls (see
  * seccomp.c, one commented row per rule), compiled once to classic BPF with libseccomp
  * and installed, as the very last step before exec, by every process that enters a
  * sandbox. Compile in a parent (init, zygote) and install in each child: installing a
  * compiled program is one system call and allocates nothing.
  */
-#ifndef SANDBOXD_SECCOMP_H
-#define SANDBOXD_SECCOMP_H
+#ifndef SANDBOXD_JAIL_SECCOMP_H
+#define SANDBOXD_JAIL_SECCOMP_H
 
 #include <linux/filter.h>
 #include <stddef.h>

@@ -1,0 +1,139 @@
+/*
+ * api_sandbox.c — the sandbox routes of API.md: PUT (get-or-create), POST (generated id),
+ * GET one and all, DELETE (answered once every process has ended and the workspace is
+ * gone).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "api.h"
+#include "jsonx.h"
+#include "log.h"
+#include "sandbox.h"
+
+/* Parse a create body and create; answers the request in every case. */
+static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
+{
+    char err[JX_ERR];
+    int status;
+    const char *code;
+    (void)app;
+    sandbox *s = sbx_find(id);
+    if (s && get_or_create) {
+        jx_respond(req, 200, sbx_to_json(s));
+        return;
+    }
+    json_t *body = jx_parse_object(req, true, &status, &code, err, sizeof err);
+    if (!body) {
+        http_respond_error(req, status, code, "%s", err);
+        return;
+    }
+    struct sbx_limits lim;
+    const char *network = "none";
+    const json_t *env = NULL;
+    if (sbx_parse_limits(json_object_get(body, "limits"), &lim, err, sizeof err) ||
+        jx_string(body, "network", false, 16, &network, err, sizeof err) ||
+        jx_env_map(body, "env", 256, &env, err, sizeof err)) {
+        json_decref(body);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
+        return;
+    }
+    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "field 'network' must be \"none\" or \"host\", got \"%.16s\"", network);
+        json_decref(body);
+        return;
+    }
+    err[0] = '\0';
+    int rc = sbx_create(id, &lim, strcmp(network, "host") == 0, env, &s, err, sizeof err);
+    json_decref(body);
+    if (rc == -EMFILE) {
+        http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
+        return;
+    }
+    if (rc == -EEXIST) {
+        http_respond_error(req, 409, "CONFLICT", "sandbox '%s' already exists", id);
+        return;
+    }
+    if (rc) {
+        log_error("sandbox %s: cannot create: %s", id, err);
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot create sandbox '%s': %s", id,
+                           err[0] ? err : strerror(-rc));
+        return;
+    }
+    log_info("sandbox %s created", id);
+    jx_respond(req, 201, sbx_to_json(s));
+}
+
+sandbox *api_sandbox_lookup(http_req *req, const route_params *p)
+{
+    const char *id = route_param(p, "sid");
+    if (!sbx_valid_id(id)) {
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})", id);
+        return NULL;
+    }
+    sandbox *s = sbx_find(id);
+    if (!s)
+        http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "sandbox '%s' does not exist", id);
+    return s;
+}
+
+void api_sandbox_put(struct app *app, http_req *req, const route_params *p)
+{
+    const char *id = route_param(p, "sid");
+    if (!sbx_valid_id(id)) {
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})", id);
+        return;
+    }
+    create(app, req, id, true);
+}
+
+void api_sandbox_post(struct app *app, http_req *req, const route_params *p)
+{
+    (void)p;
+    unsigned char rnd[8];
+    char id[32];
+    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+        http_respond_error(req, 500, "INTERNAL_ERROR", "no randomness for an id");
+        return;
+    }
+    snprintf(id, sizeof id, "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    create(app, req, id, false);
+}
+
+void api_sandbox_get(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    sandbox *s = api_sandbox_lookup(req, p);
+    if (s)
+        jx_respond(req, 200, sbx_to_json(s));
+}
+
+void api_sandbox_list(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    (void)p;
+    json_t *arr = json_array();
+    for (sandbox *s = sbx_first(); s; s = s->lnext)
+        json_array_append_new(arr, sbx_to_json(s));
+    jx_respond(req, 200, json_pack("{s:o}", "sandboxes", arr));
+}
+
+static void deleted(void *arg)
+{
+    http_req *req = arg;
+    http_respond(req, 200, "application/json", "{\"deleted\":true}", 16, NULL);
+}
+
+void api_sandbox_delete(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    sandbox *s = api_sandbox_lookup(req, p);
+    if (s)
+        sbx_destroy(s, deleted, req);
+}

@@ -1,0 +1,395 @@
+/*
+ * exec.c — running one command (see exec.h). An exec_run owns three libuv handles (the
+ * stdout and stderr pipes and a timer) plus, when stdin is given, a pipe to write it; it
+ * is freed when every handle is closed, the process has been reaped, and the HTTP request
+ * has been completed — whichever comes last.
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jsonx.h"
+#include "log.h"
+#include "sandbox.h"
+#include "sse.h"
+
+#define DRAIN_GRACE_MS 300     /* after exit, how long orphans may keep the pipes open */
+#define COMMAND_MAX (1 << 20)
+#define ENV_MAX 256
+
+struct exec_pipe {
+    uv_pipe_t h;
+    bool open;
+    esc_carry carry;
+    buf kept;
+    const char *name;       /* "stdout" / "stderr" */
+    struct exec_run *run;
+};
+
+struct exec_run {
+    http_req *req;
+    sandbox *sb;            /* NULL once the process exited (the sandbox may go away) */
+    const struct config *cfg;
+    sse sse;
+    bool streaming;
+    jail_proc *proc;
+    bool exited, paused, timed_out, truncated, oom, finished;
+    int status;
+    struct exec_pipe out, err;
+    uv_pipe_t in;
+    bool in_open;
+    uv_write_t inw;
+    char *stdin_data;
+    uv_timer_t timer;
+    int handles;            /* libuv handles not yet closed */
+    uint64_t start_ns, oom_before;
+};
+
+int exec_exit_code(int status, const char **signame)
+{
+    *signame = NULL;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        *signame = sigabbrev_np(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return -1;
+}
+
+static void run_maybe_free(struct exec_run *r)
+{
+    if (r->handles == 0 && r->exited && r->finished) {
+        buf_free(&r->out.kept);
+        buf_free(&r->err.kept);
+        free(r->stdin_data);
+        free(r);
+    }
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct exec_run *r = h->data;
+    r->handles--;
+    run_maybe_free(r);
+}
+
+static void pipe_closed(uv_handle_t *h)
+{
+    struct exec_pipe *p = h->data;
+    p->run->handles--;
+    run_maybe_free(p->run);
+}
+
+static void close_pipe(struct exec_pipe *p)
+{
+    if (!p->open)
+        return;
+    p->open = false;
+    uv_close((uv_handle_t *)&p->h, pipe_closed);
+}
+
+/* Everything is in: send the response (or end the stream). */
+static void run_finish(struct exec_run *r)
+{
+    if (r->finished || !r->exited || r->out.open || r->err.open)
+        return;
+    r->finished = true;
+    uv_timer_stop(&r->timer);
+    uv_close((uv_handle_t *)&r->timer, handle_closed);
+    if (r->in_open) {
+        r->in_open = false;
+        uv_close((uv_handle_t *)&r->in, handle_closed);
+    }
+    const char *sig;
+    int code = exec_exit_code(r->status, &sig);
+    double ms = (double)(uv_hrtime() - r->start_ns) / 1e6;
+    buf b;
+    buf_init(&b, r->cfg->max_output_bytes * 12 + 4096);
+    int rc = 0;
+    if (r->streaming) {
+        sse_event_text(&r->sse, "stdout", &r->out.carry, "", 0, true);
+        sse_event_text(&r->sse, "stderr", &r->err.carry, "", 0, true);
+        rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code, ms,
+                        r->timed_out ? "true" : "false");
+    } else {
+        rc = buf_puts(&b, "{\"stdout\":\"");
+        rc = rc ? rc : esc_json(&b, NULL, r->out.kept.data, r->out.kept.len, true);
+        rc = rc ? rc : buf_puts(&b, "\",\"stderr\":\"");
+        rc = rc ? rc : esc_json(&b, NULL, r->err.kept.data, r->err.kept.len, true);
+        rc = rc ? rc : buf_printf(&b, "\",\"exitCode\":%d,\"success\":%s,\"durationMs\":%.3f,"
+                                  "\"timedOut\":%s,\"truncated\":%s", code,
+                                  code == 0 && !r->timed_out ? "true" : "false", ms,
+                                  r->timed_out ? "true" : "false", r->truncated ? "true" : "false");
+    }
+    if (!rc && sig)
+        rc = buf_printf(&b, ",\"signal\":\"SIG%s\"", sig);
+    if (!rc && r->oom)
+        rc = buf_puts(&b, ",\"oomKilled\":true");
+    if (!rc)
+        rc = buf_puts(&b, "}");
+    if (r->streaming) {
+        if (!rc)
+            sse_event(&r->sse, "exit", b.data, b.len);
+        sse_end(&r->sse);
+    } else if (rc) {
+        http_respond_error(r->req, 500, "INTERNAL_ERROR", "the command's result does not fit");
+    } else {
+        http_respond(r->req, 200, "application/json", b.data, b.len, NULL);
+    }
+    buf_free(&b);
+    r->req = NULL;
+    run_maybe_free(r);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    static char chunk[65536];
+    (void)h;
+    (void)hint;
+    *b = uv_buf_init(chunk, sizeof chunk);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+
+static void set_reading(struct exec_run *r, bool on)
+{
+    struct exec_pipe *ps[2] = { &r->out, &r->err };
+    for (int i = 0; i < 2; i++) {
+        if (!ps[i]->open)
+            continue;
+        if (on)
+            uv_read_start((uv_stream_t *)&ps[i]->h, alloc_cb, read_cb);
+        else
+            uv_read_stop((uv_stream_t *)&ps[i]->h);
+    }
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct exec_pipe *p = s->data;
+    struct exec_run *r = p->run;
+    if (n < 0) {
+        close_pipe(p);
+        run_finish(r);
+        return;
+    }
+    if (n == 0)
+        return;
+    if (r->streaming) {
+        int rc = sse_event_text(&r->sse, p->name, &p->carry, b->base, (size_t)n, false);
+        if (rc == 1) {
+            r->paused = true;
+            set_reading(r, false);
+        }
+        return;
+    }
+    size_t room = r->cfg->max_output_bytes - p->kept.len;
+    size_t take = (size_t)n < room ? (size_t)n : room;
+    if (take < (size_t)n)
+        r->truncated = true;
+    buf_append(&p->kept, b->base, take);
+}
+
+static void on_drain(http_req *req, void *arg)
+{
+    struct exec_run *r = arg;
+    (void)req;
+    r->paused = false;
+    set_reading(r, true);
+}
+
+static void kill_group(struct exec_run *r)
+{
+    if (r->proc && !r->exited)
+        jail_proc_kill(r->proc, SIGKILL);
+}
+
+static void on_abort(http_req *req, void *arg)
+{
+    struct exec_run *r = arg;
+    (void)req;
+    kill_group(r);
+    if (r->paused) {
+        r->paused = false;
+        set_reading(r, true);   /* nobody reads the stream now: drain and discard */
+    }
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    struct exec_run *r = t->data;
+    if (!r->exited) {
+        r->timed_out = true;
+        kill_group(r);
+        return;
+    }
+    /* drain grace over: orphans still hold the pipes */
+    if (r->paused) {
+        uv_timer_start(&r->timer, timer_cb, DRAIN_GRACE_MS, 0);
+        return;
+    }
+    close_pipe(&r->out);
+    close_pipe(&r->err);
+    run_finish(r);
+}
+
+static void exit_cb(jail_proc *p, int status, void *arg)
+{
+    struct exec_run *r = arg;
+    (void)p;
+    r->exited = true;
+    r->status = status;
+    r->proc = NULL;
+    if (r->sb) {
+        r->oom = jail_oom_kills(r->sb->jail) > r->oom_before;
+        r->sb->nexec--;
+        r->sb = NULL;
+    }
+    if (r->out.open || r->err.open)
+        uv_timer_start(&r->timer, timer_cb, DRAIN_GRACE_MS, 0);
+    run_finish(r);
+}
+
+static void stdin_written(uv_write_t *w, int status)
+{
+    struct exec_run *r = w->data;
+    (void)status;
+    if (r->in_open) {
+        r->in_open = false;
+        uv_close((uv_handle_t *)&r->in, handle_closed);   /* EOF for the command */
+    }
+}
+
+static int open_pipe(struct exec_run *r, struct exec_pipe *p, int fd, const char *name)
+{
+    p->run = r;
+    p->name = name;
+    buf_init(&p->kept, r->cfg->max_output_bytes);
+    uv_pipe_init(uv_default_loop(), &p->h, 0);
+    p->h.data = p;
+    r->handles++;
+    p->open = true;
+    return uv_pipe_open(&p->h, fd);
+}
+
+void api_exec(struct app *app, http_req *req, const route_params *p)
+{
+    char err[JX_ERR];
+    int status;
+    const char *code;
+    sandbox *sb = api_sandbox_lookup(req, p);
+    if (!sb)
+        return;
+    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
+    if (!body) {
+        http_respond_error(req, status, code, "%s", err);
+        return;
+    }
+    const char *command = NULL, *cwd_in = NULL, *stdin_s = NULL;
+    const json_t *env = NULL;
+    uint64_t timeout = sb->limits.timeout_ms;
+    char cwd[1100];
+    if (jx_string(body, "command", true, COMMAND_MAX, &command, err, sizeof err) ||
+        jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
+        jx_string(body, "stdin", false, app->cfg->max_body_bytes, &stdin_s, err, sizeof err) ||
+        jx_env_map(body, "env", ENV_MAX, &env, err, sizeof err) ||
+        jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err) ||
+        sbx_resolve_cwd(cwd_in, cwd, sizeof cwd, err, sizeof err)) {
+        json_decref(body);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
+        return;
+    }
+    if (!command[0]) {
+        json_decref(body);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "field 'command' is empty");
+        return;
+    }
+
+    struct exec_run *r = calloc(1, sizeof *r);
+    char **envp = sbx_environ(sb, env, NULL);
+    int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, pi[2] = { -1, -1 };
+    if (!r || !envp || pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) ||
+        (stdin_s ? pipe2(pi, O_CLOEXEC) : (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (po[i] >= 0) close(po[i]);
+            if (pe[i] >= 0) close(pe[i]);
+            if (pi[i] >= 0) close(pi[i]);
+        }
+        free(r);
+        free(envp);
+        json_decref(body);
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
+                           strerror(e));
+        return;
+    }
+    r->req = req;
+    r->sb = sb;
+    r->cfg = app->cfg;
+    r->start_ns = uv_hrtime();
+    r->oom_before = jail_oom_kills(sb->jail);
+    const char *argv[] = { "/bin/sh", "-c", command, NULL };
+    struct jail_spawn_opts so = {
+        .argv = argv, .envp = (const char *const *)envp, .cwd = cwd,
+        .stdin_fd = pi[0], .stdout_fd = po[1], .stderr_fd = pe[1], .extra_fd = -1,
+    };
+    int rc = jail_spawn(sb->jail, &so, exit_cb, r, &r->proc, err, sizeof err);
+    free(envp);
+    close(po[1]);
+    close(pe[1]);
+    close(pi[0]);
+    if (rc) {
+        close(po[0]);
+        close(pe[0]);
+        if (pi[1] >= 0)
+            close(pi[1]);
+        free(r);
+        json_decref(body);
+        if (rc == -EAGAIN)
+            http_respond_error(req, 429, "LIMIT_REACHED",
+                               "the sandbox is at its process limit: %s", err);
+        else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
+            http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the command in '%s': %s",
+                               cwd, err);
+        else
+            http_respond_error(req, 500, "INTERNAL_ERROR", "cannot start the command: %s", err);
+        return;
+    }
+    sb->nexec++;
+    uv_timer_init(uv_default_loop(), &r->timer);
+    r->timer.data = r;
+    r->handles++;
+    open_pipe(r, &r->out, po[0], "stdout");
+    open_pipe(r, &r->err, pe[0], "stderr");
+    if (stdin_s) {
+        r->stdin_data = strdup(stdin_s);
+        uv_pipe_init(uv_default_loop(), &r->in, 0);
+        r->in.data = r;
+        r->handles++;
+        r->in_open = true;
+        uv_pipe_open(&r->in, pi[1]);
+        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)strlen(r->stdin_data));
+        r->inw.data = r;
+        if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
+            stdin_written(&r->inw, -1);
+    }
+    json_decref(body);
+    req->on_abort = on_abort;
+    req->on_drain = on_drain;
+    req->cb_arg = r;
+    if (req->want_sse) {
+        r->streaming = true;
+        sse_begin(&r->sse, req);
+    }
+    if (timeout)
+        uv_timer_start(&r->timer, timer_cb, timeout, 0);
+    set_reading(r, true);
+}

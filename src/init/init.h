@@ -1,0 +1,41 @@
+/*
+ * init.h — shared between the parts of sandboxd-init (one program per sandbox).
+ *
+ *   init_main.c   the outer process (host namespaces) and the inner's start-up
+ *   init_root.c   the sandbox's root filesystem, built from a static mount table
+ *   init_serve.c  pid 1 of the sandbox: serves the daemon's control socket, spawns,
+ *                 reaps every process and reports each exit
+ */
+#ifndef SANDBOXD_INIT_H
+#define SANDBOXD_INIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../jail_seccomp.h"
+
+#define INIT_CTL_FD 3
+#define INIT_USER_UID 1000   /* the sandbox user, inside */
+#define INIT_USER_GID 1000
+
+struct init_cfg {
+    const char *cgroup_procs[4];   /* host cgroup.procs files the outer joins (root mode) */
+    int ncg;
+    bool rootless;                 /* daemon not root: one uid mapped, setgroups denied */
+    uid_t host_root_uid, host_user_uid;   /* host uids for inside 0 and 1000 (root mode) */
+    gid_t host_root_gid, host_user_gid;
+    bool network_host;
+    uint64_t tmp_bytes;            /* size of /tmp and /dev/shm */
+    const char *runtimes_dir;      /* host dir bound read-only at /opt/sandboxd (or NULL) */
+    /* The workspace is the outer's current directory at start (the daemon sets it). */
+};
+
+/* Build the sandbox root and pivot into it. err gets a sentence on failure. 0 / -errno. */
+int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen);
+
+/* Serve the control socket as pid 1; never returns. */
+void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog) __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * init_main.c — sandboxd-init's entry: the outer process and the inner's start-up.
+ *
+ * The daemon starts one sandboxd-init per sandbox with uv_spawn (the daemon never forks
+ * itself), with the sandbox's workspace as current directory and the control socket as
+ * fd 3. Two processes result:
+ *
+ *   outer  host namespaces, host root (or the daemon's user). Joins the sandbox cgroup,
+ *          clone()s the inner into new user, pid, mount, net (unless host network), ipc,
+ *          uts and cgroup namespaces in one call, writes the inner's uid/gid maps (only
+ *          a process outside the new user namespace may map arbitrary host ids), tells
+ *          the daemon the inner's host pid (JP_HELLO), releases the inner, then waits
+ *          for it and exits with its status. It dies with the daemon (PDEATHSIG).
+ *   inner  pid 1 of the sandbox, uid 0 inside (a dedicated host uid, never host root).
+ *          Builds the root filesystem (init_root.c), brings loopback up, sets the
+ *          hostname, becomes non-dumpable, says JP_READY and serves (init_serve.c).
+ *
+ * uid mapping: root mode maps inside 0 → host_root_uid and inside 1000 → host_user_uid
+ * (two host uids per sandbox slot, so sandboxes cannot signal or ptrace each other and
+ * files they create on the host are attributable). Non-root mode maps only the daemon's
+ * own uid to 1000 and denies setgroups; init and user code then share a uid.
+ * Arguments come from the daemon only (trusted); they are still parsed with bounds.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "init.h"
+#include "../jail_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage_exit(const char *why)
+{
+    fprintf(stderr, "sandboxd-init: %s\n", why);
+    _exit(2);
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || end == s || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+/* "--uid=A:B" → a, b */
+static bool parse_pair(const char *s, uint64_t *a, uint64_t *b)
+{
+    char tmp[64];
+    const char *colon = strchr(s, ':');
+    if (!colon || (size_t)(colon - s) >= sizeof tmp)
+        return false;
+    memcpy(tmp, s, (size_t)(colon - s));
+    tmp[colon - s] = '\0';
+    return parse_u64(tmp, a) && parse_u64(colon + 1, b);
+}
+
+static void parse_args(int argc, char **argv, struct init_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        uint64_t x, y;
+        if (strncmp(a, "--cg=", 5) == 0) {
+            if (cfg->ncg >= 4)
+                usage_exit("too many --cg");
+            cfg->cgroup_procs[cfg->ncg++] = a + 5;
+        } else if (strncmp(a, "--uid=", 6) == 0 && parse_pair(a + 6, &x, &y)) {
+            cfg->host_root_uid = (uid_t)x;
+            cfg->host_user_uid = (uid_t)y;
+        } else if (strncmp(a, "--gid=", 6) == 0 && parse_pair(a + 6, &x, &y)) {
+            cfg->host_root_gid = (gid_t)x;
+            cfg->host_user_gid = (gid_t)y;
+        } else if (strcmp(a, "--rootless") == 0) {
+            cfg->rootless = true;
+        } else if (strcmp(a, "--net=host") == 0) {
+            cfg->network_host = true;
+        } else if (strncmp(a, "--tmp=", 6) == 0 && parse_u64(a + 6, &x)) {
+            cfg->tmp_bytes = x;
+        } else if (strncmp(a, "--runtimes=", 11) == 0) {
+            cfg->runtimes_dir = a + 11;
+        } else {
+            usage_exit("bad argument");
+        }
+    }
+}
+
+static int write_file(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(s);
+    int rc = write(fd, s, len) == (ssize_t)len ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+static int write_maps(const struct init_cfg *cfg, pid_t pid)
+{
+    char path[64], map[128];
+    int rc;
+    if (cfg->rootless) {
+        snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+        if ((rc = write_file(path, "deny")))
+            return rc;
+        snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_UID, (unsigned)getuid());
+    } else {
+        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_uid,
+                 INIT_USER_UID, (unsigned)cfg->host_user_uid);
+    }
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    if ((rc = write_file(path, map)))
+        return rc;
+    if (cfg->rootless)
+        snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_GID, (unsigned)getgid());
+    else
+        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_gid,
+                 INIT_USER_GID, (unsigned)cfg->host_user_gid);
+    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+    return write_file(path, map);
+}
+
+static void send_fail(int rc, const char *what)
+{
+    struct jp_hdr h = { .type = JP_FAIL, .a = rc, .len = (uint32_t)strlen(what) + 1 };
+    (void)jp_send(INIT_CTL_FD, &h, what, NULL, 0);
+}
+
+static int loopback_up(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    memcpy(ifr.ifr_name, "lo", 3);
+    int rc = 0;
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+        rc = -errno;
+    } else {
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+            rc = -errno;
+    }
+    close(fd);
+    return rc;
+}
+
+static __attribute__((noreturn)) void inner_main(const struct init_cfg *cfg, int syncfd)
+{
+    char err[256];
+    char c;
+    int rc;
+    /* Wait until the outer has written our uid/gid maps. EOF means it died. */
+    if (read(syncfd, &c, 1) != 1)
+        _exit(1);
+    close(syncfd);
+    if (!cfg->rootless) {
+        if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+            send_fail(-errno, "init: could not become root of the sandbox user namespace");
+            _exit(1);
+        }
+    }
+    /* Set after the uid change (which clears it). Our parent is the outer. */
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    /* Not dumpable: /proc/1 is then owned by inside-root only, and sandbox code (uid
+     * 1000, no caps) cannot open init's memory, fds or environment. */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    rc = init_setup_root(cfg, err, sizeof err);
+    if (rc) {
+        send_fail(rc, err);
+        _exit(1);
+    }
+    if (!cfg->network_host && (rc = loopback_up())) {
+        send_fail(rc, "init: could not bring up loopback in the sandbox network namespace");
+        _exit(1);
+    }
+    if (sethostname("sandbox", 7) < 0) {
+        send_fail(-errno, "init: sethostname failed");
+        _exit(1);
+    }
+    static struct jail_sc_prog prog;
+    rc = jail_seccomp_compile(&prog);
+    if (rc) {
+        send_fail(rc, "init: could not compile the seccomp filter");
+        _exit(1);
+    }
+    struct jp_hdr h = { .type = JP_READY };
+    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0))
+        _exit(1);
+    init_serve(cfg, &prog);
+}
+
+/* The daemon passes each argument as one SANDBOXD_INIT_ARG=<arg> environment entry
+ * (argv would be visible inside the sandbox through /proc/1/cmdline). Command-line
+ * arguments are accepted too, for manual runs. */
+static char *env_args[32];
+
+static int collect_args(int argc, char **argv)
+{
+    static const char key[] = "SANDBOXD_INIT_ARG=";
+    int n = 0;
+    env_args[n++] = argv[0];
+    for (int i = 1; i < argc && n < 31; i++)
+        env_args[n++] = argv[i];
+    for (char **e = environ; *e && n < 31; e++)
+        if (strncmp(*e, key, sizeof key - 1) == 0)
+            env_args[n++] = *e + sizeof key - 1;
+    env_args[n] = NULL;
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    struct init_cfg cfg;
+    parse_args(collect_args(argc, argv), env_args, &cfg);
+    /* Die with the daemon: a sandbox without its daemon has nobody to report to. */
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() == 1)
+        _exit(1);
+    char pidstr[24];
+    snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+    for (int i = 0; i < cfg.ncg; i++) {
+        int rc = write_file(cfg.cgroup_procs[i], pidstr);
+        if (rc) {
+            send_fail(rc, "init: could not join the sandbox cgroup");
+            return 1;
+        }
+    }
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC) < 0) {
+        send_fail(-errno, "init: pipe failed");
+        return 1;
+    }
+    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_NEWCGROUP | (cfg.network_host ? 0 : CLONE_NEWNET);
+    /* A raw clone with a NULL stack behaves like fork() in this single-threaded program
+     * and creates every namespace at once (one copy of the page tables, not two). */
+    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0UL);
+    if (pid < 0) {
+        send_fail(-errno, "init: clone with new namespaces failed (user namespaces disabled?)");
+        return 1;
+    }
+    if (pid == 0) {
+        close(sync[1]);
+        inner_main(&cfg, sync[0]);
+    }
+    close(sync[0]);
+    int rc = write_maps(&cfg, pid);
+    if (rc) {
+        send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
+        kill(pid, SIGKILL);
+        return 1;
+    }
+    struct jp_hdr h = { .type = JP_HELLO, .a = pid };
+    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0)) {
+        kill(pid, SIGKILL);
+        return 1;
+    }
+    if (write(sync[1], "g", 1) != 1) {
+        kill(pid, SIGKILL);
+        return 1;
+    }
+    close(sync[1]);
+    close(INIT_CTL_FD);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            return 1;
+    }
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
+}

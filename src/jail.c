@@ -1,0 +1,1158 @@
+/*
+ * jail.c — the daemon side of sandboxes (jail.h), on the libuv loop.
+ *
+ * Each sandbox: a directory state_dir/sandboxes/<id>/ holding workspace/ (a size-capped
+ * tmpfs when disk_bytes > 0 and we are root), a cgroup below the daemon's own, and a
+ * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
+ * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
+ * (jail_proto.h) is request/reply for spawns and adoptions (we block on the reply, which
+ * is bounded and short) and asynchronous for exits (uv_poll on the socket).
+ *
+ * Exit statuses: init reports the wait status of every process it spawned. Processes
+ * that entered by themselves (zygote children, jail_adopt) are not init's children: the
+ * kernel reparents them to the nearest host-side subreaper, which is the daemon
+ * (jail_global_init sets PR_SET_CHILD_SUBREAPER), so we wait for them through a pidfd.
+ *
+ * Ownership: a jail and its procs are freed only after their libuv handles are closed.
+ * A jail_proc is freed right after its exit callback. jail_destroy() is asynchronous:
+ * it kills, waits (timer) until nothing is left, removes cgroup, mounts and files
+ * (openat/unlinkat, never following a link the sandbox planted), then calls done.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "jail.h"
+#include "cgroup.h"
+#include "jail_proto.h"
+#include "jail_seccomp.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JAIL_PATH_MAX 512
+#define CREATE_TIMEOUT_MS 10000
+#define REPLY_TIMEOUT_MS 10000
+#define DESTROY_TICK_MS 1
+#define DESTROY_MAX_TICKS 3000
+#define ADOPT_RETRIES 100
+#define SANDBOX_UID 1000
+#define DEFAULT_UID_BASE 200000
+#define RM_MAX_DEPTH 64
+
+struct exit_rec {
+    pid_t pid;
+    int status;
+};
+
+struct jail_proc {
+    jail *j;
+    pid_t pid;                 /* inside the sandbox */
+    bool adopted;
+    int pidfd;                 /* adopted only */
+    uv_poll_t poll;            /* adopted only: pidfd readable = exited */
+    uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */
+    int retries;
+    int handles;               /* open handles; freed when 0 after close */
+    jail_exit_cb cb;
+    void *arg;
+    jail_proc *prev, *next;
+};
+
+struct jail {
+    uv_loop_t *loop;
+    char id[64];
+    unsigned slot;
+    char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
+    struct cg cg;
+    bool has_cg, ws_tmpfs, network_host;
+    uv_process_t outer;
+    bool outer_spawned, outer_running;
+    int ctl;
+    uv_poll_t poll;
+    bool poll_init;
+    uv_timer_t timer;
+    bool timer_init;
+    pid_t inner;
+    int inner_pidfd;
+    unsigned long long userns_ino;
+    uint32_t next_id;
+    jail_proc *procs;
+    struct exit_rec *pending;  /* exits read while blocked on a reply */
+    size_t npending, cap_pending;
+    bool destroying, dead;
+    int ticks;
+    int handles;               /* open handles of the jail itself */
+    void (*done)(void *);
+    void *done_arg;
+    jail *prev, *next;
+};
+
+static struct {
+    bool inited;
+    uv_loop_t *loop;
+    struct jail_features feat;
+    struct cg_sys cg;
+    char sbx_dir[JAIL_PATH_MAX];
+    char init_path[JAIL_PATH_MAX];
+    char runtimes_dir[JAIL_PATH_MAX];
+    uid_t uid_base;
+    unsigned max;
+    unsigned char *slots;
+    jail *jails;
+} G;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int path_join(char *out, size_t n, const char *a, const char *b)
+{
+    int len = snprintf(out, n, "%s/%s", a, b);
+    return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- removing a directory tree without following links ------------------------- */
+
+/* Remove everything inside dirfd. Directories deeper than RM_MAX_DEPTH are moved up to
+ * topfd (renamed) so fd usage and recursion stay bounded; the caller loops until empty.
+ * The sandbox is dead when this runs, so the tree cannot change under us; links are
+ * never followed (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, unlinkat). */
+static int rm_inside(int dirfd, int topfd, int depth, unsigned *moved)
+{
+    int dfd = dup(dirfd);
+    if (dfd < 0)
+        return -errno;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -errno;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (!S_ISDIR(st.st_mode)) {
+            if (unlinkat(dirfd, de->d_name, 0) < 0 && !rc)
+                rc = -errno;
+            continue;
+        }
+        if (depth >= RM_MAX_DEPTH) {
+            char nm[32];
+            snprintf(nm, sizeof nm, ".rm-deep-%u", (*moved)++);
+            (void)renameat(dirfd, de->d_name, topfd, nm);
+            continue;
+        }
+        int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) {
+            (void)rm_inside(sub, topfd, depth + 1, moved);
+            close(sub);
+        }
+        if (unlinkat(dirfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT && !rc)
+            rc = -errno;
+    }
+    closedir(d);
+    return rc;
+}
+
+static int rm_tree(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    unsigned moved = 0, before;
+    int rc;
+    int passes = 0;
+    do {
+        before = moved;
+        rc = rm_inside(fd, fd, 0, &moved);
+    } while (moved != before && ++passes < 100000);
+    close(fd);
+    if (rmdir(path) < 0 && errno != ENOENT)
+        return -errno;
+    return rc;
+}
+
+/* ---- control socket -------------------------------------------------------------- */
+
+static void pending_push(jail *j, pid_t pid, int status)
+{
+    if (j->npending == j->cap_pending) {
+        size_t n = j->cap_pending ? j->cap_pending * 2 : 16;
+        struct exit_rec *p = realloc(j->pending, n * sizeof *p);
+        if (!p)
+            return;   /* out of memory: the exit is lost; destroy still reports it */
+        j->pending = p;
+        j->cap_pending = n;
+    }
+    j->pending[j->npending++] = (struct exit_rec){ pid, status };
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* Read messages until one of type want (or JP_FAIL) arrives; EXITs are queued. */
+static int ctl_wait(jail *j, uint32_t want, uint32_t id, struct jp_hdr *out, int *fd_out,
+                    char *payload, size_t cap, int timeout_ms)
+{
+    char small[256];
+    int64_t deadline = now_ms() + timeout_ms;
+    if (fd_out)
+        *fd_out = -1;
+    for (;;) {
+        struct jp_hdr h;
+        int fds[JP_MAX_FDS], nfds = 0;
+        int rc = payload ? jp_recv(j->ctl, &h, payload, cap, fds, &nfds)
+                         : jp_recv(j->ctl, &h, small, sizeof small, fds, &nfds);
+        if (rc == 1) {
+            bool match = (h.type == want && (!id || h.id == id)) || h.type == JP_FAIL;
+            if (h.type == JP_EXIT)
+                pending_push(j, h.a, h.b);
+            else if (h.type == JP_HELLO)
+                j->inner = h.a;
+            if (match) {
+                *out = h;
+                for (int i = 0; i < nfds; i++) {
+                    if (i == 0 && fd_out)
+                        *fd_out = fds[0];
+                    else
+                        close(fds[i]);
+                }
+                return 0;
+            }
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            continue;
+        }
+        if (rc == 0)
+            return -EPIPE;
+        if (rc != -EAGAIN && rc != -EBADMSG)
+            return rc;
+        if (rc == -EBADMSG)
+            continue;
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { j->ctl, POLLIN, 0 };
+        (void)poll(&p, 1, (int)left);
+    }
+}
+
+/* Send, waiting (bounded) while the socket is full; queues EXITs read meanwhile. */
+static int ctl_send(jail *j, const struct jp_hdr *h, const void *payload, const int *fds, int nfds)
+{
+    int64_t deadline = now_ms() + REPLY_TIMEOUT_MS;
+    for (;;) {
+        int rc = jp_send(j->ctl, h, payload, fds, nfds);
+        if (rc != -EAGAIN)
+            return rc;
+        if (now_ms() > deadline)
+            return -ETIMEDOUT;
+        /* Init may be blocked sending to us: drain our side. */
+        struct jp_hdr in;
+        char small[64];
+        int rfds[JP_MAX_FDS], n;
+        while (jp_recv(j->ctl, &in, small, sizeof small, rfds, &n) == 1) {
+            for (int i = 0; i < n; i++)
+                close(rfds[i]);
+            if (in.type == JP_EXIT)
+                pending_push(j, in.a, in.b);
+        }
+        struct pollfd p = { j->ctl, POLLOUT, 0 };
+        (void)poll(&p, 1, 10);
+    }
+}
+
+/* ---- process bookkeeping --------------------------------------------------------- */
+
+static void proc_link(jail *j, jail_proc *p)
+{
+    p->j = j;
+    p->prev = NULL;
+    p->next = j->procs;
+    if (j->procs)
+        j->procs->prev = p;
+    j->procs = p;
+}
+
+static void proc_unlink(jail_proc *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else if (p->j->procs == p)
+        p->j->procs = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+}
+
+static void proc_handle_closed(uv_handle_t *h)
+{
+    jail_proc *p = h->data;
+    if (--p->handles == 0) {
+        if (p->pidfd >= 0)
+            close(p->pidfd);
+        free(p);
+    }
+}
+
+/* Report the exit and free p (after its handles close, for adopted procs). */
+static void proc_finish(jail_proc *p, int status)
+{
+    proc_unlink(p);
+    if (p->cb)
+        p->cb(p, status, p->arg);
+    if (!p->adopted) {
+        free(p);
+        return;
+    }
+    uv_close((uv_handle_t *)&p->poll, proc_handle_closed);
+    uv_close((uv_handle_t *)&p->retry, proc_handle_closed);
+}
+
+static void dispatch_exit(jail *j, pid_t pid, int status)
+{
+    for (jail_proc *p = j->procs; p; p = p->next) {
+        if (!p->adopted && p->pid == pid) {
+            proc_finish(p, status);
+            return;
+        }
+    }
+}
+
+static void flush_pending(jail *j)
+{
+    /* Callbacks may spawn (which may queue more): take the batch first. */
+    while (j->npending) {
+        struct exit_rec r = j->pending[0];
+        memmove(j->pending, j->pending + 1, (j->npending - 1) * sizeof *j->pending);
+        j->npending--;
+        dispatch_exit(j, r.pid, r.status);
+    }
+}
+
+static void schedule_flush(jail *j)
+{
+    if (j->npending && j->timer_init && !j->destroying)
+        uv_timer_start(&j->timer, on_timer, 0, 0);
+}
+
+/* waitid() status → wait(2) status. */
+static int status_from_siginfo(const siginfo_t *si)
+{
+    switch (si->si_code) {
+    case CLD_EXITED:
+        return (si->si_status & 0xff) << 8;
+    case CLD_KILLED:
+        return si->si_status & 0x7f;
+    case CLD_DUMPED:
+        return (si->si_status & 0x7f) | 0x80;
+    default:
+        return 255 << 8;
+    }
+}
+
+/* 1 when reaped (status set), 0 when not our child (yet), -errno otherwise. */
+static int reap_pidfd(int pidfd, int *status)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG) < 0)
+        return errno == ECHILD ? 0 : -errno;
+    if (si.si_pid == 0)
+        return 0;
+    *status = status_from_siginfo(&si);
+    return 1;
+}
+
+static void on_adopt_retry(uv_timer_t *t);
+
+static void adopted_try(jail_proc *p)
+{
+    int status = 255 << 8;
+    int rc = reap_pidfd(p->pidfd, &status);
+    if (rc == 0 && ++p->retries < ADOPT_RETRIES) {
+        /* Exited but not (yet) our child: its intermediate parent may still be exiting. */
+        uv_poll_stop(&p->poll);
+        uv_timer_start(&p->retry, on_adopt_retry, 1, 0);
+        return;
+    }
+    uv_poll_stop(&p->poll);
+    proc_finish(p, status);   /* unknown status (not our child) is reported as exit 255 */
+}
+
+static void on_adopt_retry(uv_timer_t *t)
+{
+    adopted_try(t->data);
+}
+
+static void on_adopt_poll(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    adopted_try(h->data);
+}
+
+/* ---- loop callbacks ---------------------------------------------------------------- */
+
+static void ctl_dead(jail *j)
+{
+    j->dead = true;
+    if (j->poll_init && uv_is_active((uv_handle_t *)&j->poll))
+        uv_poll_stop(&j->poll);
+    flush_pending(j);
+    /* Init is gone, so is its pid namespace: spawned processes were killed. */
+    for (jail_proc *p = j->procs, *n; p; p = n) {
+        n = p->next;
+        if (!p->adopted)
+            proc_finish(p, SIGKILL);
+    }
+}
+
+static void on_ctl(uv_poll_t *h, int status, int events)
+{
+    jail *j = h->data;
+    (void)events;
+    flush_pending(j);
+    if (status < 0) {
+        ctl_dead(j);
+        return;
+    }
+    for (;;) {
+        struct jp_hdr m;
+        char buf[256];
+        int fds[JP_MAX_FDS], nfds;
+        int rc = jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds);
+        if (rc == -EAGAIN)
+            return;
+        if (rc == -EBADMSG)
+            continue;
+        if (rc <= 0) {
+            ctl_dead(j);
+            return;
+        }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (m.type == JP_EXIT)
+            dispatch_exit(j, m.a, m.b);
+        if (j->destroying)
+            return;
+    }
+}
+
+static void on_outer_exit(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+    jail *j = p->data;
+    (void)exit_status;
+    (void)term_signal;
+    j->outer_running = false;
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static int slot_alloc(void)
+{
+    for (unsigned i = 0; i < G.max; i++) {
+        if (!G.slots[i]) {
+            G.slots[i] = 1;
+            return (int)i;
+        }
+    }
+    return -EAGAIN;
+}
+
+static void jail_teardown_start(jail *j);
+
+int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err, size_t errlen)
+{
+    int rc, sv[2] = { -1, -1 };
+    jail *j = NULL;
+    *out = NULL;
+    if (!G.inited) {
+        set_err(err, errlen, "jail_global_init() was not called");
+        return -EINVAL;
+    }
+    size_t idlen = strlen(o->id);
+    if (idlen == 0 || idlen >= sizeof j->id || strchr(o->id, '/') || o->id[0] == '.') {
+        set_err(err, errlen, "invalid sandbox id");
+        return -EINVAL;
+    }
+    int slot = slot_alloc();
+    if (slot < 0) {
+        set_err(err, errlen, "all %u sandbox slots are in use", G.max);
+        return slot;
+    }
+    j = calloc(1, sizeof *j);
+    if (!j) {
+        G.slots[slot] = 0;
+        set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    j->loop = loop;
+    j->slot = (unsigned)slot;
+    j->ctl = -1;
+    j->inner_pidfd = -1;
+    j->network_host = o->network_host;
+    memcpy(j->id, o->id, idlen + 1);
+    j->next = G.jails;
+    if (G.jails)
+        G.jails->prev = j;
+    G.jails = j;
+    uid_t ruid = G.uid_base + 2 * (uid_t)slot, uuid = ruid + 1;
+
+    char dir[JAIL_PATH_MAX];
+    if ((rc = path_join(dir, sizeof dir, G.sbx_dir, o->id)) ||
+        (rc = path_join(j->ws, sizeof j->ws, dir, "workspace"))) {
+        set_err(err, errlen, "sandbox path too long");
+        goto fail;
+    }
+    /* An existing dir means a live sandbox with this id: fail without touching it. */
+    if (mkdir(dir, 0711) < 0) {
+        rc = -errno;
+        set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    memcpy(j->dir, dir, sizeof dir);   /* from here on, teardown removes it */
+    if (mkdir(j->ws, 0700) < 0) {
+        rc = -errno;
+        set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
+        goto fail;
+    }
+    if (G.feat.root && o->limits.disk_bytes) {
+        char data[128];
+        snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u",
+                 o->limits.disk_bytes, (unsigned)uuid, (unsigned)uuid);
+        if (mount("sandboxd-ws", j->ws, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) {
+            rc = -errno;
+            set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
+            goto fail;
+        }
+        j->ws_tmpfs = true;
+    }
+    if (G.feat.root && chown(j->ws, uuid, uuid) < 0) {
+        rc = -errno;
+        set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
+        goto fail;
+    }
+    if (G.cg.version) {
+        rc = cg_create(&G.cg, o->id, &j->cg);
+        if (rc == -EEXIST) {   /* left over: empty it and try again */
+            struct cg old;
+            if (cg_lookup(&G.cg, o->id, &old) == 0) {
+                for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
+                    usleep(1000);
+                (void)cg_remove(&old);
+            }
+            rc = cg_create(&G.cg, o->id, &j->cg);
+        }
+        if (rc) {
+            set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
+            goto fail;
+        }
+        j->has_cg = true;
+        /* +2: the init's outer and inner processes live in the group too. */
+        rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
+                           o->limits.cpu_millis);
+        if (rc) {
+            set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
+            goto fail;
+        }
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+        rc = -errno;
+        set_err(err, errlen, "socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    j->ctl = sv[0];
+    /* The init's end must be blocking: it uses poll() and blocking sends. */
+    int fl = fcntl(sv[1], F_GETFL);
+    (void)fcntl(sv[1], F_SETFL, fl & ~O_NONBLOCK);
+
+    static char a_rootless[] = "--rootless", a_nethost[] = "--net=host";
+    char a_uid[64], a_gid[64], a_tmp[48], a_rt[JAIL_PATH_MAX + 16];
+    char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
+    char *args[16];
+    int n = 0;
+    args[n++] = G.init_path;
+    if (G.feat.root) {
+        snprintf(a_uid, sizeof a_uid, "--uid=%u:%u", (unsigned)ruid, (unsigned)uuid);
+        snprintf(a_gid, sizeof a_gid, "--gid=%u:%u", (unsigned)ruid, (unsigned)uuid);
+        args[n++] = a_uid;
+        args[n++] = a_gid;
+    } else {
+        args[n++] = a_rootless;
+    }
+    if (j->has_cg) {
+        cg_procs_paths(&j->cg, procs, 4);
+        for (int i = 0; i < 4 && procs[i][0]; i++) {
+            snprintf(a_cg[i], sizeof a_cg[i], "--cg=%s", procs[i]);
+            args[n++] = a_cg[i];
+        }
+    }
+    if (o->network_host)
+        args[n++] = a_nethost;
+    snprintf(a_tmp, sizeof a_tmp, "--tmp=%" PRIu64, o->limits.tmp_bytes);
+    args[n++] = a_tmp;
+    if (G.runtimes_dir[0]) {
+        snprintf(a_rt, sizeof a_rt, "--runtimes=%s", G.runtimes_dir);
+        args[n++] = a_rt;
+    }
+    args[n] = NULL;
+    /* Arguments travel in the environment, not argv: /proc/1/cmdline is readable inside
+     * the sandbox, /proc/1/environ is not (init is non-dumpable). */
+    char envbuf[16][4 * CG_PATH_MAX + 32];
+    char *envp[17];
+    int ne = 0;
+    for (int i = 1; i < n && ne < 16; i++, ne++) {
+        snprintf(envbuf[ne], sizeof envbuf[ne], "SANDBOXD_INIT_ARG=%s", args[i]);
+        envp[ne] = envbuf[ne];
+    }
+    envp[ne] = NULL;
+    args[1] = NULL;
+    uv_stdio_container_t stdio[4] = {
+        { .flags = UV_IGNORE },
+        { .flags = UV_IGNORE },
+        { .flags = UV_INHERIT_FD, .data.fd = 2 },
+        { .flags = UV_INHERIT_FD, .data.fd = sv[1] },
+    };
+    uv_process_options_t po = {
+        .exit_cb = on_outer_exit, .file = G.init_path, .args = args, .env = envp,
+        .cwd = j->ws, .stdio_count = 4, .stdio = stdio,
+    };
+    j->outer.data = j;
+    rc = uv_spawn(loop, &j->outer, &po);
+    close(sv[1]);
+    sv[1] = -1;
+    if (rc) {
+        set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
+        goto fail;
+    }
+    j->outer_spawned = j->outer_running = true;
+    j->handles++;
+
+    struct jp_hdr h;
+    char fail[512];
+    rc = ctl_wait(j, JP_READY, 0, &h, NULL, fail, sizeof fail - 1, CREATE_TIMEOUT_MS);
+    if (rc) {
+        set_err(err, errlen, "sandbox init did not start: %s", strerror(-rc));
+        goto fail;
+    }
+    if (h.type == JP_FAIL) {
+        fail[h.len < sizeof fail ? h.len : sizeof fail - 1] = '\0';
+        rc = h.a < 0 ? h.a : -EIO;
+        set_err(err, errlen, "%s", h.len ? fail : "sandbox init failed");
+        goto fail;
+    }
+    if (j->inner <= 0) {
+        rc = -EPROTO;
+        set_err(err, errlen, "sandbox init did not report its pid");
+        goto fail;
+    }
+    j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
+    char nsp[64];
+    struct stat st;
+    snprintf(nsp, sizeof nsp, "/proc/%d/ns/user", (int)j->inner);
+    if (stat(nsp, &st) == 0)
+        j->userns_ino = (unsigned long long)st.st_ino;
+
+    uv_poll_init(loop, &j->poll, j->ctl);
+    j->poll.data = j;
+    j->poll_init = true;
+    j->handles++;
+    uv_poll_start(&j->poll, UV_READABLE | UV_DISCONNECT, on_ctl);
+    uv_timer_init(loop, &j->timer);
+    j->timer.data = j;
+    j->timer_init = true;
+    j->handles++;
+    schedule_flush(j);
+    *out = j;
+    return 0;
+
+fail:
+    if (sv[1] >= 0)
+        close(sv[1]);
+    j->done = NULL;
+    jail_teardown_start(j);
+    return rc;
+}
+
+/* ---- destruction --------------------------------------------------------------------- */
+
+static void jail_free_if_closed(jail *j)
+{
+    if (j->handles > 0)
+        return;
+    if (j->prev)
+        j->prev->next = j->next;
+    else if (G.jails == j)
+        G.jails = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    void (*done)(void *) = j->done;
+    void *arg = j->done_arg;
+    free(j->pending);
+    free(j);
+    if (done)
+        done(arg);
+}
+
+static void on_jail_handle_closed(uv_handle_t *h)
+{
+    jail *j = h->data;
+    j->handles--;
+    jail_free_if_closed(j);
+}
+
+static bool fd_readable(int fd)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+    return fd < 0 || (poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP)));
+}
+
+static void kill_everything(jail *j)
+{
+    if (j->inner_pidfd >= 0)
+        (void)syscall(SYS_pidfd_send_signal, j->inner_pidfd, SIGKILL, NULL, 0);
+    if (j->outer_running)
+        (void)uv_process_kill(&j->outer, SIGKILL);
+    for (jail_proc *p = j->procs; p; p = p->next)
+        if (p->adopted && p->pidfd >= 0)
+            (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Everything is dead (or we gave up waiting): report, remove, close. */
+static void jail_finish(jail *j)
+{
+    int st;
+    if (j->inner_pidfd >= 0) {
+        (void)reap_pidfd(j->inner_pidfd, &st);   /* ours only if the outer died first */
+        close(j->inner_pidfd);
+        j->inner_pidfd = -1;
+    }
+    flush_pending(j);
+    while (j->procs) {
+        jail_proc *p = j->procs;
+        st = SIGKILL;
+        if (p->adopted) {
+            uv_poll_stop(&p->poll);
+            uv_timer_stop(&p->retry);
+            (void)reap_pidfd(p->pidfd, &st);
+        }
+        proc_finish(p, st);
+    }
+    if (j->has_cg)
+        (void)cg_remove(&j->cg);
+    if (j->ws_tmpfs)
+        (void)umount2(j->ws, MNT_DETACH);
+    if (j->dir[0])
+        (void)rm_tree(j->dir);
+    G.slots[j->slot] = 0;
+    if (j->poll_init)
+        uv_close((uv_handle_t *)&j->poll, on_jail_handle_closed);
+    if (j->ctl >= 0) {
+        close(j->ctl);   /* after uv_close: libuv stopped watching it */
+        j->ctl = -1;
+    }
+    if (j->timer_init)
+        uv_close((uv_handle_t *)&j->timer, on_jail_handle_closed);
+    if (j->outer_spawned)
+        uv_close((uv_handle_t *)&j->outer, on_jail_handle_closed);
+    jail_free_if_closed(j);
+}
+
+static bool all_gone(jail *j)
+{
+    if (j->outer_running)
+        return false;
+    if (!fd_readable(j->inner_pidfd))
+        return false;
+    if (j->has_cg && cg_kill_all(&j->cg) == 0)
+        return false;
+    for (jail_proc *p = j->procs; p; p = p->next)
+        if (p->adopted && !fd_readable(p->pidfd))
+            return false;
+    return true;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    jail *j = t->data;
+    if (!j->destroying) {
+        flush_pending(j);
+        return;
+    }
+    if (all_gone(j) || ++j->ticks > DESTROY_MAX_TICKS) {
+        uv_timer_stop(&j->timer);
+        jail_finish(j);
+        return;
+    }
+    if (j->ticks % 50 == 0)
+        kill_everything(j);
+}
+
+/* Start tearing down: also used by a failed jail_create (no timer/poll yet). */
+static void jail_teardown_start(jail *j)
+{
+    j->destroying = true;
+    if (j->ctl >= 0 && !j->dead) {
+        /* Exits already reported are real statuses: deliver them first. */
+        struct jp_hdr m;
+        char buf[256];
+        int fds[JP_MAX_FDS], nfds;
+        while (jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds) == 1) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            if (m.type == JP_EXIT)
+                pending_push(j, m.a, m.b);
+        }
+    }
+    if (j->poll_init)
+        uv_poll_stop(&j->poll);
+    if (j->has_cg)
+        (void)cg_kill_all(&j->cg);
+    kill_everything(j);
+    if (!j->timer_init) {
+        /* Creation failed before the loop knew us: wait here, bounded. */
+        for (int i = 0; i < DESTROY_MAX_TICKS && !all_gone(j); i++) {
+            if (j->outer_running) {
+                int st;
+                if (waitpid(j->outer.pid, &st, WNOHANG) == j->outer.pid)
+                    j->outer_running = false;   /* reaped here; libuv will not see it */
+            }
+            usleep(1000);
+        }
+        j->outer_running = false;
+        jail_finish(j);
+        return;
+    }
+    uv_timer_start(&j->timer, on_timer, 0, DESTROY_TICK_MS);
+}
+
+void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
+{
+    if (!j)
+        return;
+    if (j->destroying)
+        return;
+    j->done = done;
+    j->done_arg = arg;
+    jail_teardown_start(j);
+}
+
+/* ---- queries ------------------------------------------------------------------------- */
+
+const char *jail_workspace(const jail *j)
+{
+    return j->ws;
+}
+
+int jail_usage(const jail *j, struct jail_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    if (!j->has_cg) {
+        for (const jail_proc *p = j->procs; p; p = p->next)
+            u->processes++;
+        return 0;
+    }
+    (void)cg_memory_usage(&j->cg, &u->memory_bytes);
+    uint32_t n = 0;
+    int rc = cg_process_count(&j->cg, &n);
+    u->processes = n > 2 ? n - 2 : 0;   /* minus the init's two processes */
+    return rc;
+}
+
+uint64_t jail_oom_kills(const jail *j)
+{
+    return j->has_cg ? cg_oom_kills(&j->cg) : 0;
+}
+
+int jail_entry_info(const jail *j, struct jail_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    if (j->destroying || j->dead)
+        return -ESRCH;
+    e->ns_pid = j->inner;
+    if (j->has_cg)
+        cg_procs_paths(&j->cg, e->cgroup_procs, 4);
+    e->uid = SANDBOX_UID;
+    e->gid = SANDBOX_UID;
+    e->network_host = j->network_host;
+    e->userns_ino = j->userns_ino;
+    return 0;
+}
+
+/* ---- spawning ------------------------------------------------------------------------ */
+
+static size_t put_str(char *buf, size_t off, size_t cap, const char *s)
+{
+    size_t l = strlen(s) + 1;
+    if (off == SIZE_MAX || off + l > cap)
+        return SIZE_MAX;
+    memcpy(buf + off, s, l);
+    return off + l;
+}
+
+int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_exit_cb cb, void *arg,
+               jail_proc **out, char *err, size_t errlen)
+{
+    static char payload[JP_MSG_MAX];
+    size_t cap = JP_MSG_MAX - sizeof(struct jp_hdr), off = 0;
+    int argc = 0, envc = 0;
+    *out = NULL;
+    if (j->destroying || j->dead) {
+        set_err(err, errlen, "the sandbox is gone");
+        return -ESRCH;
+    }
+    if (!o->argv || !o->argv[0] || o->argv[0][0] != '/') {
+        set_err(err, errlen, "argv[0] must be an absolute path");
+        return -EINVAL;
+    }
+    off = put_str(payload, off, cap, o->cwd ? o->cwd : "/workspace");
+    for (; o->argv[argc]; argc++)
+        off = put_str(payload, off, cap, o->argv[argc]);
+    for (; o->envp && o->envp[envc]; envc++)
+        off = put_str(payload, off, cap, o->envp[envc]);
+    if (off == SIZE_MAX || argc + envc > JP_MAX_ARGS) {
+        set_err(err, errlen, "arguments and environment exceed %d bytes", JP_MSG_MAX - 64);
+        return -E2BIG;
+    }
+    int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
+    int nfds = o->extra_fd >= 0 ? 4 : 3;
+    struct jp_hdr h = { .type = JP_SPAWN, .id = ++j->next_id, .a = argc, .b = envc,
+                        .c = nfds, .len = (uint32_t)off };
+    int rc = ctl_send(j, &h, payload, fds, nfds);
+    struct jp_hdr r;
+    if (!rc)
+        rc = ctl_wait(j, JP_SPAWNED, h.id, &r, NULL, NULL, 0, REPLY_TIMEOUT_MS);
+    schedule_flush(j);
+    if (rc) {
+        set_err(err, errlen, "sandbox init did not answer: %s", strerror(-rc));
+        return rc;
+    }
+    if (r.a <= 0) {
+        rc = r.a < 0 ? r.a : -EIO;
+        set_err(err, errlen, "could not start %s: %s", o->argv[0], strerror(-rc));
+        return rc;
+    }
+    jail_proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        /* It runs; we cannot track it. Kill it rather than leak it. */
+        struct jp_hdr k = { .type = JP_KILL, .a = r.a, .b = SIGKILL };
+        (void)ctl_send(j, &k, NULL, NULL, 0);
+        set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    p->pid = r.a;
+    p->pidfd = -1;
+    p->cb = cb;
+    p->arg = arg;
+    proc_link(j, p);
+    *out = p;
+    return 0;
+}
+
+int jail_proc_kill(jail_proc *p, int sig)
+{
+    jail *j = p->j;
+    if (p->adopted && p->pidfd >= 0) {
+        if (sig == SIGKILL)
+            (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGCONT, NULL, 0);
+        (void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+    }
+    if (j->dead || j->ctl < 0)
+        return p->adopted ? 0 : -ESRCH;
+    struct jp_hdr h = { .type = JP_KILL, .a = p->pid, .b = sig, .c = p->adopted };
+    int rc = ctl_send(j, &h, NULL, NULL, 0);
+    schedule_flush(j);
+    return rc;
+}
+
+pid_t jail_proc_pid(const jail_proc *p)
+{
+    return p->pid;
+}
+
+int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out)
+{
+    *out = NULL;
+    if (j->destroying || j->dead)
+        return -ESRCH;
+    struct jp_hdr h = { .type = JP_ADOPT, .id = ++j->next_id, .a = ns_pid }, r;
+    int fd = -1;
+    int rc = ctl_send(j, &h, NULL, NULL, 0);
+    if (!rc)
+        rc = ctl_wait(j, JP_ADOPTED, h.id, &r, &fd, NULL, 0, REPLY_TIMEOUT_MS);
+    schedule_flush(j);
+    if (rc)
+        return rc;
+    if (r.a < 0 || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return r.a < 0 ? r.a : -EPROTO;
+    }
+    jail_proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        close(fd);
+        return -ENOMEM;
+    }
+    p->pid = ns_pid;
+    p->adopted = true;
+    p->pidfd = fd;
+    p->cb = cb;
+    p->arg = arg;
+    uv_poll_init(j->loop, &p->poll, fd);
+    uv_timer_init(j->loop, &p->retry);
+    p->poll.data = p->retry.data = p;
+    p->handles = 2;
+    proc_link(j, p);
+    uv_poll_start(&p->poll, UV_READABLE, on_adopt_poll);
+    *out = p;
+    return 0;
+}
+
+/* ---- global ------------------------------------------------------------------------- */
+
+static void cleanup_stale_dirs(void)
+{
+    DIR *d = opendir(G.sbx_dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
+        if (path_join(p, sizeof p, G.sbx_dir, de->d_name) || path_join(ws, sizeof ws, p, "workspace"))
+            continue;
+        while (umount2(ws, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+            ;
+        (void)rm_tree(p);
+    }
+    closedir(d);
+}
+
+int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, size_t errlen)
+{
+    memset(&G, 0, sizeof G);
+    G.loop = loop;
+    if (!g->state_dir || !g->init_path || snprintf(G.init_path, sizeof G.init_path, "%s", g->init_path) >= (int)sizeof G.init_path ||
+        path_join(G.sbx_dir, sizeof G.sbx_dir, g->state_dir, "sandboxes")) {
+        set_err(err, errlen, "state_dir or init_path missing or too long");
+        return -EINVAL;
+    }
+    if (g->runtimes_dir)
+        snprintf(G.runtimes_dir, sizeof G.runtimes_dir, "%s", g->runtimes_dir);
+    /* uv_spawn runs it from the workspace: make the path absolute. */
+    char abs[PATH_MAX];
+    if (!realpath(g->init_path, abs) || strlen(abs) >= sizeof G.init_path) {
+        set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
+        return -ENOENT;
+    }
+    memcpy(G.init_path, abs, strlen(abs) + 1);
+    if (access(G.init_path, X_OK) < 0) {
+        set_err(err, errlen, "sandbox init %s is not executable: %s", G.init_path, strerror(errno));
+        return -errno;
+    }
+    G.uid_base = g->host_uid_base ? g->host_uid_base : DEFAULT_UID_BASE;
+    G.max = g->max_sandboxes ? g->max_sandboxes : 64;
+    G.slots = calloc(G.max, 1);
+    if (!G.slots)
+        return -ENOMEM;
+    G.feat.root = geteuid() == 0;
+    /* Zygote children that entered a sandbox are reparented to us when their
+     * intermediate parent exits (see jail_enter.h): we reap them through pidfds. Must be
+     * set before the zygote is spawned (the flag is inherited as "has a subreaper"). */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+        set_err(err, errlen, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+        return -errno;
+    }
+    char buf[32] = "";
+    int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        buf[r > 0 ? r : 0] = '\0';
+        close(fd);
+    }
+    G.feat.userns = strtoul(buf, NULL, 10) > 0;
+    static struct jail_sc_prog prog;
+    G.feat.seccomp = jail_seccomp_compile(&prog) == 0;
+    /* Our cgroups live below our own, in a group named after the state dir: a daemon
+     * cleans up after its own crashed predecessor (same state dir), never after another
+     * daemon running beside it with a different state dir (tests start several). */
+    char cgsub[32];
+    uint32_t h = 2166136261u;
+    for (const char *c = g->state_dir; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    snprintf(cgsub, sizeof cgsub, "sandboxd-%08x", h);
+    if (cg_sys_probe(&G.cg, "/sys/fs/cgroup", cgsub) == 0 && G.cg.version) {
+        G.feat.cgroup_version = G.cg.version;
+        G.feat.memory_limit = G.cg.have[CG_MEMORY];
+        G.feat.pids_limit = G.cg.have[CG_PIDS];
+        G.feat.cpu_limit = G.cg.have[CG_CPU];
+    }
+    G.feat.disk_limit = G.feat.root;
+    if ((mkdir(g->state_dir, 0711) < 0 && errno != EEXIST) ||
+        (mkdir(G.sbx_dir, 0711) < 0 && errno != EEXIST)) {
+        set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
+        return -errno;
+    }
+    /* What a crashed daemon left: its inits died with it (PDEATHSIG), which ended their
+     * pid namespaces; kill whatever still sits in our cgroups, then remove it all. */
+    if (G.cg.version)
+        (void)cg_cleanup_stale(&G.cg);
+    cleanup_stale_dirs();
+    G.inited = true;
+    return 0;
+}
+
+const struct jail_features *jail_features(void)
+{
+    return &G.feat;
+}
+
+void jail_global_shutdown(void)
+{
+    if (!G.inited)
+        return;
+    for (jail *j = G.jails; j; j = j->next)
+        jail_destroy(j, NULL, NULL);
+    int64_t deadline = now_ms() + 5000;
+    while (G.jails && now_ms() < deadline)
+        uv_run(G.loop, UV_RUN_ONCE);
+    free(G.slots);
+    G.slots = NULL;
+    G.inited = false;
+}

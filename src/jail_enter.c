@@ -1,0 +1,191 @@
+/*
+ * jail_enter.c — the shared "enter a sandbox, drop privileges" path (see jail_enter.h).
+ *
+ * Runs between fork and exec (init's children) or between fork and user code (zygote
+ * children), so it allocates nothing, uses raw system calls where glibc would allocate,
+ * and stops at the first error. Order matters and is explained inline: anything that
+ * needs a capability comes before the uid change; chdir comes after it so that the
+ * sandbox user's permissions apply; seccomp comes last because it denies calls made
+ * above (setns, mount-related prctls are fine but we keep the filter strictly last).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "jail_enter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Close every fd except those in keep (at most 16 are honoured). */
+static int close_others(const int *keep, size_t nkeep)
+{
+    int k[16];
+    size_t n = 0;
+    for (size_t i = 0; i < nkeep && n < 16; i++)
+        if (keep[i] >= 0)
+            k[n++] = keep[i];
+    /* insertion sort: n is tiny */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
+            int t = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = t;
+        }
+    unsigned lo = 0;
+    for (size_t i = 0; i <= n; i++) {
+        unsigned hi = i < n ? (unsigned)k[i] : ~0U;
+        if (i < n && (unsigned)k[i] < lo)
+            continue;   /* duplicate */
+        if (hi > lo && syscall(SYS_close_range, lo, hi - 1, 0) < 0)
+            return -errno;
+        if (i < n)
+            lo = (unsigned)k[i] + 1;
+    }
+    return 0;
+}
+
+static int reset_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+        return -errno;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++) {
+        if (s == SIGKILL || s == SIGSTOP)
+            continue;
+        (void)sigaction(s, &sa, NULL);   /* EINVAL for glibc-reserved signals: fine */
+    }
+    return 0;
+}
+
+static int clear_capabilities(void)
+{
+    struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    if (syscall(SYS_capset, &h, d) < 0)
+        return -errno;
+    return 0;
+}
+
+int jail_drop_privileges(const struct jail_drop *d)
+{
+    int rc = reset_signals();
+    if (rc)
+        return rc;
+    /* A new session: no controlling terminal, so TIOCSTI/TIOCSCTTY-style tricks on an
+     * inherited tty are moot (seccomp denies TIOCSTI too). Fails only for a session
+     * leader, which a freshly forked child is not. */
+    if (setsid() < 0 && errno != EPERM)
+        return -errno;
+    rc = close_others(d->keep_fds, d->nkeep);
+    if (rc)
+        return rc;
+    /* Capabilities over the sandbox's user namespace: ambient and bounding first (these
+     * need CAP_SETPCAP, which we lose with the uid change below). */
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL)
+                break;          /* past the last capability this kernel knows */
+            return -errno;
+        }
+    }
+    /* No supplementary groups. EPERM when setgroups is denied in this user namespace
+     * (non-root mode): the process then has none mapped anyway. */
+    if (setgroups(0, NULL) < 0 && errno != EPERM)
+        return -errno;
+    if (setresgid(d->gid, d->gid, d->gid) < 0)
+        return -errno;
+    if (setresuid(d->uid, d->uid, d->uid) < 0)
+        return -errno;
+    /* The uid change clears caps only when leaving uid 0 of this namespace; be explicit. */
+    rc = clear_capabilities();
+    if (rc)
+        return rc;
+    if (d->cwd && chdir(d->cwd) < 0)
+        return -errno;
+    /* The credential change made us non-dumpable; an exec makes a process dumpable again,
+     * so do the same for the no-exec (zygote) path: /proc/self stays owned by us. */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+        return -errno;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -errno;
+    if (d->seccomp)
+        return jail_seccomp_install(d->seccomp);
+    static struct jail_sc_prog prog;   /* fallback: compiled here (allocates) */
+    rc = jail_seccomp_compile(&prog);
+    return rc ? rc : jail_seccomp_install(&prog);
+}
+
+static int write_pid(const char *path, pid_t pid)
+{
+    char v[24];
+    int len = snprintf(v, sizeof v, "%d", (int)pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = write(fd, v, (size_t)len) == len ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
+{
+    int rc, pidfd = -1;
+    for (int i = 0; i < 4; i++) {
+        if (e->cgroup_procs[i][0] && (rc = write_pid(e->cgroup_procs[i], getpid())))
+            return rc;
+    }
+    pidfd = (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
+    if (pidfd < 0)
+        return -errno;
+    int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_NEWCGROUP | (e->network_host ? 0 : CLONE_NEWNET);
+    rc = setns(pidfd, flags) < 0 ? -errno : 0;
+    close(pidfd);
+    if (rc)
+        return rc;
+    pid_t child = fork();
+    if (child < 0)
+        return -errno;
+    if (child > 0) {
+        if (o->report_fd >= 0) {
+            int32_t v = (int32_t)child;
+            (void)!write(o->report_fd, &v, sizeof v);
+        }
+        _exit(0);
+    }
+    /* Only now is /proc/self ours: the sandbox's /proc shows its own pid namespace. */
+    if (e->userns_ino) {
+        struct stat st;
+        if (stat("/proc/self/ns/user", &st) < 0)
+            return -errno;
+        if ((unsigned long long)st.st_ino != e->userns_ino)
+            return -ESRCH;   /* ns_pid was not the sandbox any more */
+    }
+    struct jail_drop d = {
+        .uid = e->uid, .gid = e->gid, .cwd = o->cwd,
+        .keep_fds = o->keep_fds, .nkeep = o->nkeep, .seccomp = o->seccomp,
+    };
+    return jail_drop_privileges(&d);
+}

@@ -1,0 +1,345 @@
+/*
+ * sandbox.c — the sandbox registry (see sandbox.h): a hash of live sandboxes by id plus a
+ * creation-ordered list for listing, the per-sandbox limits, and the environment
+ * allow-list every process in a sandbox starts from.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "jsonx.h"
+#include "log.h"
+
+#define NBUCKETS 1024
+#define ENV_MAX_ENTRIES 1024
+#define ENV_MAX_BYTES (1 << 20)
+
+static const struct config *cfg;
+static sandbox *buckets[NBUCKETS];
+static sandbox *list_head, *list_tail;
+static unsigned count;
+static void (*destroy_hooks[4])(sandbox *s);
+static unsigned nhooks;
+
+/* The environment every sandboxed process starts from. Nothing of the daemon's own
+ * environment is inherited: secrets in it (tokens, cloud credentials) never reach code. */
+static const char *const BASE_ENV[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/workspace",          /* dotfiles land where the user can see them */
+    "USER=sandbox",
+    "LOGNAME=sandbox",
+    "SHELL=/bin/sh",
+    "TMPDIR=/tmp",
+    "LANG=C.UTF-8",             /* UTF-8 stdio for Python, Node and coreutils */
+    "PYTHONUNBUFFERED=1",       /* scripts' output streams as it is printed */
+    "MPLBACKEND=Agg",           /* no display in a sandbox */
+};
+
+void sbx_init(const struct config *c)
+{
+    cfg = c;
+}
+
+bool sbx_valid_id(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > SBX_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-')))
+            return false;
+    }
+    return true;
+}
+
+static unsigned hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h % NBUCKETS;
+}
+
+sandbox *sbx_find(const char *id)
+{
+    for (sandbox *s = buckets[hash(id)]; s; s = s->hnext)
+        if (strcmp(s->id, id) == 0)
+            return s;
+    return NULL;
+}
+
+unsigned sbx_count(void)
+{
+    return count;
+}
+
+sandbox *sbx_first(void)
+{
+    return list_head;
+}
+
+int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size_t errlen)
+{
+    o->memory_mb = cfg->memory_mb;
+    o->pids = cfg->pids;
+    o->cpus = cfg->cpus;
+    o->disk_mb = cfg->disk_mb;
+    o->tmp_mb = cfg->tmp_mb;
+    o->timeout_ms = cfg->exec_timeout_ms;
+    if (!limits || json_is_null(limits))
+        return 0;
+    if (!json_is_object(limits)) {
+        snprintf(err, errlen, "field 'limits' must be an object");
+        return -1;
+    }
+    if (jx_uint(limits, "memoryMb", 16, 1 << 24, NULL, &o->memory_mb, err, errlen) ||
+        jx_uint(limits, "pids", 8, 1 << 22, NULL, &o->pids, err, errlen) ||
+        jx_number(limits, "cpus", 0.01, 1024, NULL, &o->cpus, err, errlen) ||
+        jx_uint(limits, "diskMb", 1, 1 << 24, NULL, &o->disk_mb, err, errlen) ||
+        jx_uint(limits, "tmpMb", 1, 1 << 24, NULL, &o->tmp_mb, err, errlen) ||
+        jx_uint(limits, "timeoutMs", 0, 86400000, NULL, &o->timeout_ms, err, errlen))
+        return -1;
+    return 0;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
+               const json_t *env, sandbox **out, char *err, size_t errlen)
+{
+    if (sbx_find(id))
+        return -EEXIST;
+    if (count >= cfg->max_sandboxes) {
+        snprintf(err, errlen, "%u sandboxes exist, the limit (--max-sandboxes)", count);
+        return -EMFILE;
+    }
+    sandbox *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    s->limits = *lim;
+    s->network_host = network_host;
+    s->env = env ? json_deep_copy(env) : json_object();
+    s->created_ms = now_ms();
+    struct jail_opts jo = {
+        .id = id,
+        .network_host = network_host,
+        .limits = {
+            .memory_bytes = lim->memory_mb << 20,
+            .pids = (uint32_t)lim->pids,
+            .cpu_millis = (uint32_t)(lim->cpus * 1000 + 0.5),
+            .tmp_bytes = lim->tmp_mb << 20,
+            .disk_bytes = lim->disk_mb << 20,
+        },
+    };
+    int rc = jail_create(uv_default_loop(), &jo, &s->jail, err, errlen);
+    if (rc) {
+        json_decref(s->env);
+        free(s);
+        return rc;
+    }
+    unsigned h = hash(id);
+    s->hnext = buckets[h];
+    buckets[h] = s;
+    s->lprev = list_tail;
+    if (list_tail)
+        list_tail->lnext = s;
+    else
+        list_head = s;
+    list_tail = s;
+    count++;
+    *out = s;
+    return 0;
+}
+
+void sbx_on_destroy(void (*hook)(sandbox *s))
+{
+    if (nhooks < sizeof destroy_hooks / sizeof destroy_hooks[0])
+        destroy_hooks[nhooks++] = hook;
+}
+
+static void unregister(sandbox *s)
+{
+    sandbox **pp = &buckets[hash(s->id)];
+    while (*pp && *pp != s)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = s->hnext;
+    if (s->lprev)
+        s->lprev->lnext = s->lnext;
+    else
+        list_head = s->lnext;
+    if (s->lnext)
+        s->lnext->lprev = s->lprev;
+    else
+        list_tail = s->lprev;
+    count--;
+}
+
+struct destroy_wait {
+    sandbox *s;
+    void (*done)(void *);
+    void *arg;
+};
+
+static void destroyed(void *arg)
+{
+    struct destroy_wait *w = arg;
+    log_info("sandbox %s destroyed", w->s->id);
+    json_decref(w->s->env);
+    free(w->s);
+    if (w->done)
+        w->done(w->arg);
+    free(w);
+}
+
+void sbx_destroy(sandbox *s, void (*done)(void *), void *arg)
+{
+    if (s->destroying)
+        return;
+    s->destroying = true;
+    unregister(s);
+    for (unsigned i = 0; i < nhooks; i++)
+        destroy_hooks[i](s);
+    struct destroy_wait *w = malloc(sizeof *w);
+    if (!w) {
+        /* cannot track completion: still destroy, report done now */
+        jail_destroy(s->jail, NULL, NULL);
+        if (done)
+            done(arg);
+        return;
+    }
+    *w = (struct destroy_wait){ s, done, arg };
+    jail_destroy(s->jail, destroyed, w);
+}
+
+struct destroy_all {
+    unsigned left;
+    void (*done)(void *);
+    void *arg;
+};
+
+static void one_destroyed(void *arg)
+{
+    struct destroy_all *d = arg;
+    if (--d->left == 0) {
+        if (d->done)
+            d->done(d->arg);
+        free(d);
+    }
+}
+
+void sbx_destroy_all(void (*done)(void *), void *arg)
+{
+    struct destroy_all *d = malloc(sizeof *d);
+    if (!d || count == 0) {
+        free(d);
+        while (list_head)
+            sbx_destroy(list_head, NULL, NULL);
+        if (done)
+            done(arg);
+        return;
+    }
+    *d = (struct destroy_all){ count, done, arg };
+    while (list_head)
+        sbx_destroy(list_head, one_destroyed, d);
+}
+
+/* Set KEY=VALUE in obj from a "KEY=VALUE" string. */
+static void env_set_kv(json_t *obj, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    json_object_set_new(obj, key, json_string(eq + 1));
+}
+
+char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
+{
+    json_t *merged = json_object();
+    for (size_t i = 0; i < sizeof BASE_ENV / sizeof BASE_ENV[0]; i++)
+        env_set_kv(merged, BASE_ENV[i]);
+    json_object_update(merged, s->env);
+    if (extra)
+        json_object_update(merged, (json_t *)extra);
+    if (extra2)
+        json_object_update(merged, (json_t *)extra2);
+    size_t n = json_object_size(merged), bytes = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(merged, k, v)
+        bytes += strlen(k) + json_string_length(v) + 2;
+    char **envp = NULL;
+    if (n <= ENV_MAX_ENTRIES && bytes <= ENV_MAX_BYTES)
+        envp = malloc((n + 1) * sizeof(char *) + bytes);
+    if (envp) {
+        char *p = (char *)(envp + n + 1);
+        size_t i = 0;
+        json_object_foreach(merged, k, v) {
+            size_t kl = strlen(k), vl = json_string_length(v);
+            envp[i++] = p;
+            memcpy(p, k, kl);
+            p[kl] = '=';
+            memcpy(p + kl + 1, json_string_value(v), vl + 1);
+            p += kl + vl + 2;
+        }
+        envp[i] = NULL;
+    }
+    json_decref(merged);
+    return envp;
+}
+
+int sbx_resolve_cwd(const char *in, char *out, size_t outlen, char *err, size_t errlen)
+{
+    int n;
+    if (!in || !in[0])
+        n = snprintf(out, outlen, "/workspace");
+    else if (in[0] == '/')
+        n = snprintf(out, outlen, "%s", in);
+    else
+        n = snprintf(out, outlen, "/workspace/%s", in);
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "field 'cwd' is longer than %zu bytes", outlen - 1);
+        return -1;
+    }
+    return 0;
+}
+
+static void iso8601(uint64_t ms, char *out, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    size_t l = strlen(out);
+    snprintf(out + l, n - l, ".%03uZ", (unsigned)(ms % 1000));
+}
+
+json_t *sbx_to_json(const sandbox *s)
+{
+    char created[40];
+    iso8601(s->created_ms, created, sizeof created);
+    struct jail_usage u = { 0, 0 };
+    jail_usage(s->jail, &u);
+    return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
+                     "id", s->id, "createdAt", created, "network",
+                     s->network_host ? "host" : "none", "limits", "memoryMb",
+                     (json_int_t)s->limits.memory_mb, "pids", (json_int_t)s->limits.pids,
+                     "cpus", s->limits.cpus, "diskMb", (json_int_t)s->limits.disk_mb, "tmpMb",
+                     (json_int_t)s->limits.tmp_mb, "timeoutMs",
+                     (json_int_t)s->limits.timeout_ms, "usage", "memoryBytes",
+                     (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes,
+                     "contexts", (json_int_t)s->ncontexts);
+}

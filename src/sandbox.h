@@ -1,0 +1,87 @@
+/*
+ * sandbox.h — the daemon's sandboxes: a registry of live sandboxes by id, each owning its
+ * jail (isolation and limits, jail.h) and what runs in it (commands, contexts, processes).
+ *
+ * A sandbox is created on request (PUT get-or-create, POST with a generated id), lives
+ * until DELETE or daemon shutdown, and is destroyed asynchronously: while it is being
+ * destroyed it is no longer found by id, and its jail ends every process it holds.
+ *
+ * Ids are validated here (sbx_valid_id) before they reach a path or a log line.
+ */
+#ifndef SANDBOXD_SANDBOX_H
+#define SANDBOXD_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "jail.h"
+
+#define SBX_ID_MAX 63
+
+struct sbx_limits {
+    uint64_t memory_mb;
+    uint64_t pids;
+    double cpus;
+    uint64_t disk_mb;
+    uint64_t tmp_mb;
+    uint64_t timeout_ms;        /* default wall-clock timeout of commands and runs */
+};
+
+typedef struct sandbox {
+    char id[SBX_ID_MAX + 1];
+    jail *jail;
+    struct sbx_limits limits;
+    bool network_host;
+    json_t *env;                /* sandbox-level environment (object of strings), owned */
+    uint64_t created_ms;        /* Unix epoch, ms */
+    unsigned nexec;             /* commands running */
+    unsigned ncontexts;         /* code contexts alive */
+    bool destroying;
+    struct sandbox *hnext;      /* hash chain */
+    struct sandbox *lnext, *lprev;   /* creation-ordered list */
+    void *contexts;             /* owned by context.c */
+    void *processes;            /* owned by process.c */
+} sandbox;
+
+/* Daemon-wide set-up: remembers the configuration; the jail layer must be initialised. */
+void sbx_init(const struct config *cfg);
+
+bool sbx_valid_id(const char *id);
+sandbox *sbx_find(const char *id);
+unsigned sbx_count(void);
+sandbox *sbx_first(void);               /* in creation order; then s->lnext */
+
+/* The defaults from the configuration, overridden by a request's "limits" object.
+ * Returns 0 or -1 with err naming the bad field. */
+int sbx_parse_limits(const json_t *limits, struct sbx_limits *out, char *err, size_t errlen);
+
+/* Create and register. -EEXIST when the id is taken, -EMFILE past --max-sandboxes,
+ * other -errno from the jail with err set. env is borrowed (copied). */
+int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
+               const json_t *env, sandbox **out, char *err, size_t errlen);
+
+/* Unregister now and destroy: every process ends, the workspace is removed; done (may be
+ * NULL) runs when all is gone. Hooks registered with sbx_on_destroy run first. */
+void sbx_destroy(sandbox *s, void (*done)(void *arg), void *arg);
+/* Destroy every sandbox (daemon shutdown); done runs when the last one is gone. */
+void sbx_destroy_all(void (*done)(void *arg), void *arg);
+
+/* Called at the start of sbx_destroy, so that contexts and processes can let go of the
+ * sandbox (each module registers one hook at start-up). */
+void sbx_on_destroy(void (*hook)(sandbox *s));
+
+/* The base environment of every process in s: the allow-listed defaults, then the
+ * sandbox's env, then extra (may be NULL). Returns a NULL-terminated array of
+ * "KEY=VALUE" strings in one allocation (free() it), or NULL on ENOMEM/over the cap. */
+char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2);
+
+/* Resolve a cwd from a request against the sandbox's view: NULL/"" → /workspace;
+ * relative → under /workspace. Returns 0 or -1 with err set (too long, NUL, not clean). */
+int sbx_resolve_cwd(const char *in, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Sandbox as API JSON (with usage). */
+json_t *sbx_to_json(const sandbox *s);
+
+#endif

@@ -1,0 +1,603 @@
+/*
+ * zygote.c — sandboxd-zygote: a process that imports the Python data stack once and then
+ * forks one child per Python context on the daemon's request, so that a context is ready
+ * in milliseconds and shares the imported modules' memory copy-on-write.
+ *
+ * Started by the daemon (zygote_client.c) with its control socket (SOCK_SEQPACKET) on fd
+ * 3, as the daemon's user (root). It runs no user code and stays single-threaded: fork()
+ * copies only the calling thread, so a thread pool started by an import (numexpr,
+ * OpenBLAS) would leave its locks held forever in every child. The thread-count variables
+ * are set before Python starts and the thread count is checked after preload; more than
+ * one thread is a start-up failure, reported in the ready message.
+ *
+ * Start-up: environment (thread counts, MPLCONFIGDIR → the pre-built font cache,
+ * IPYTHONDIR), an isolated embedded interpreter (no user site, no PYTHON* variables,
+ * sys.executable = /usr/bin/python3, the runtimes dir first on sys.path), the --preload
+ * modules, sandboxd_runtime.preload(), gc.freeze() (so a child's collections never write
+ * to the shared pages), the seccomp filter compiled once. Then `ready`.
+ *
+ * The loop: one request at a time, blocking. Each request is checked (sizes, NUL
+ * termination, exactly three fds, cgroup paths under /sys/fs/cgroup/), then forked; the
+ * reply waits for the child's report (bounded by REPORT_TIMEOUT_MS). The intermediate
+ * process is reaped after the reply (its exit takes milliseconds), while the loop waits
+ * for the next request, so no zombie outlives the next idle moment.
+ * The daemon is trusted (it is our parent and the only peer of the socket), but the
+ * checks keep a daemon bug from becoming a zygote crash.
+ *
+ * Exits 0 when the control socket reaches EOF (the daemon is gone); PR_SET_PDEATHSIG
+ * covers a daemon that dies without closing it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "zygote.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../jail_seccomp.h"
+
+#define REPORT_TIMEOUT_MS 10000
+#define PATH_CAP 1024
+#define CGROUP_PREFIX "/sys/fs/cgroup/"
+
+struct zyg_python zyg_py;
+
+static struct opts {
+    char runtimes[PATH_CAP];        /* host runtimes dir (holds python/) */
+    char inside_runtimes[PATH_CAP]; /* where the sandbox sees it */
+    char mpl_cache[PATH_CAP];
+    char ipython_dir[PATH_CAP];
+    char preload[1024];             /* comma-separated module names */
+} opt = { .inside_runtimes = "/opt/sandboxd" };
+
+static char host_python_dir[PATH_CAP], inside_python_dir[PATH_CAP];
+static struct jail_sc_prog seccomp_prog;
+static char msgbuf[ZYG_MSG_MAX];
+static unsigned unreaped;   /* intermediates forked and not yet waited for */
+
+/* The environment every context starts from is replaced in the grandchild by this
+ * helper (os.environ and the C environment together), which also makes the runtime
+ * package importable from the sandbox's path of the runtimes dir: packages imported
+ * before fork keep their host __path__, so submodules imported lazily would not be found.
+ * _prepare() lists those packages once in the zygote: a child that walked sys.modules
+ * would touch (and copy) a page per module object. */
+static const char enter_src[] =
+    "_PKGS = []\n"
+    "def _prepare(host_dir):\n"
+    "    import sys\n"
+    "    _PKGS[:] = [m for m in list(sys.modules.values())\n"
+    "                if isinstance(getattr(m, '__path__', None), list)\n"
+    "                and any(p.startswith(host_dir + '/') for p in m.__path__)]\n"
+    "def _enter(env, host_dir, inside_dir):\n"
+    "    import os, sys, importlib\n"
+    "    os.environ.clear()\n"
+    "    for item in env:\n"
+    "        key, _, value = item.partition('=')\n"
+    "        os.environ[key] = value\n"
+    "    if host_dir == inside_dir:\n"
+    "        return\n"
+    "    sys.path[:] = [inside_dir if p == host_dir else p for p in sys.path]\n"
+    "    for mod in _PKGS:\n"
+    "        for p in list(mod.__path__):\n"
+    "            if p.startswith(host_dir + '/'):\n"
+    "                mod.__path__.append(inside_dir + p[len(host_dir):])\n"
+    "    for p in list(sys.path_importer_cache):\n"
+    "        if p.startswith(inside_dir):\n"
+    "            del sys.path_importer_cache[p]\n"
+    "    importlib.invalidate_caches()\n";
+
+/* Reply to request id: a = result, b = inside pid, msg optional. */
+static void reply(uint32_t id, int32_t a, int32_t b, const char *msg)
+{
+    struct zyg_hdr h = { .magic = ZYG_MAGIC, .type = ZYG_FORKED, .id = id, .a = a, .b = b };
+    size_t n = msg ? strnlen(msg, 1024) : 0;
+    char text[1025];
+    if (n) {
+        memcpy(text, msg, n);
+        text[n++] = '\0';
+    }
+    h.len = (uint32_t)n;
+    /* The socket is blocking in the zygote: a full buffer means the daemon is behind;
+     * we wait for it (zyg_send uses MSG_DONTWAIT, so poll and retry). */
+    for (;;) {
+        int rc = zyg_send(ZYG_CTL_FD, &h, text, NULL, 0);
+        if (rc != -EAGAIN)
+            return;
+        struct pollfd p = { .fd = ZYG_CTL_FD, .events = POLLOUT };
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+            return;
+    }
+}
+
+static void send_ready(int32_t a, const char *text)
+{
+    struct zyg_hdr h = { .magic = ZYG_MAGIC, .type = ZYG_READY, .a = a };
+    h.len = (uint32_t)strnlen(text, 1023) + 1;
+    (void)zyg_send(ZYG_CTL_FD, &h, text, NULL, 0);
+}
+
+/* Describe the pending Python exception in buf (and print its traceback to stderr). */
+static void python_error(char *buf, size_t n, const char *what)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    const char *s = NULL;
+    PyObject *str = value ? PyObject_Str(value) : NULL;
+    if (str)
+        s = PyUnicode_AsUTF8(str);
+    const char *tname = type ? ((PyTypeObject *)type)->tp_name : "error";
+    snprintf(buf, n, "%s: %s: %s", what, tname, s ? s : "?");
+    PyErr_Clear();
+    Py_XDECREF(str);
+    PyErr_Restore(type, value, tb);
+    PyErr_Print();
+}
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -errno;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int copy_opt(char *dst, size_t cap, const char *v, const char *name)
+{
+    int n = snprintf(dst, cap, "%s", v);
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "sandboxd-zygote: %s too long\n", name);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+/* dst (PATH_CAP bytes) = a + b; -ENAMETOOLONG when it does not fit. */
+static int join_path(char *dst, const char *a, const char *b)
+{
+    size_t la = strnlen(a, PATH_CAP), lb = strlen(b);
+    if (la + lb >= PATH_CAP)
+        return -ENAMETOOLONG;
+    memcpy(dst, a, la);
+    memcpy(dst + la, b, lb + 1);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+    static const char *const names[] = {
+        "--runtimes", "--inside-runtimes", "--mpl-cache", "--ipython-dir", "--preload",
+    };
+    char *const dsts[] = { opt.runtimes, opt.inside_runtimes, opt.mpl_cache, opt.ipython_dir,
+                           opt.preload };
+    const size_t caps[] = { sizeof opt.runtimes, sizeof opt.inside_runtimes,
+                            sizeof opt.mpl_cache, sizeof opt.ipython_dir, sizeof opt.preload };
+    for (int i = 1; i < argc; i++) {
+        size_t k;
+        for (k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (!strcmp(argv[i], names[k]))
+                break;
+        if (k == sizeof names / sizeof names[0] || i + 1 >= argc) {
+            fprintf(stderr, "sandboxd-zygote: bad argument %s\nusage: sandboxd-zygote "
+                    "--runtimes DIR [--inside-runtimes DIR] [--mpl-cache DIR] "
+                    "[--ipython-dir DIR] [--preload MOD,MOD]\n", argv[i]);
+            return -EINVAL;
+        }
+        if (copy_opt(dsts[k], caps[k], argv[++i], names[k]))
+            return -EINVAL;
+    }
+    if (!opt.runtimes[0]) {
+        fprintf(stderr, "sandboxd-zygote: --runtimes is required\n");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The process environment Python starts with (inherited by nothing: every context's
+ * environment is replaced from its request). */
+static int set_environment(char *err, size_t errlen)
+{
+    static const char *const threads[] = {
+        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    };
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+        if (setenv(threads[i], "1", 1) < 0)
+            goto fail;
+    if (opt.mpl_cache[0] && setenv("MPLCONFIGDIR", opt.mpl_cache, 1) < 0)
+        goto fail;
+    if (!opt.ipython_dir[0]) {
+        snprintf(opt.ipython_dir, sizeof opt.ipython_dir, "/tmp/sandboxd-ipython-XXXXXX");
+        if (!mkdtemp(opt.ipython_dir))
+            goto fail;
+    } else if (mkdir(opt.ipython_dir, 0700) < 0 && errno != EEXIST) {
+        goto fail;
+    }
+    if (setenv("IPYTHONDIR", opt.ipython_dir, 1) < 0)
+        goto fail;
+    (void)unsetenv("MPLBACKEND");
+    return 0;
+fail:
+    snprintf(err, errlen, "setting up the environment failed: %s", strerror(errno));
+    return -errno;
+}
+
+static int start_python(char *err, size_t errlen)
+{
+    PyConfig c;
+    PyConfig_InitIsolatedConfig(&c);   /* no user site, no PYTHON* vars, no signal handlers */
+    c.site_import = 1;                 /* Debian's dist-packages and its .pth files */
+    c.write_bytecode = 0;              /* never write .pyc next to the runtimes */
+    c.parse_argv = 0;
+    PyStatus st = PyConfig_SetBytesString(&c, &c.program_name, "/usr/bin/python3");
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesString(&c, &c.executable, "/usr/bin/python3");
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&c);
+    PyConfig_Clear(&c);
+    if (PyStatus_Exception(st)) {
+        snprintf(err, errlen, "Python initialisation failed: %s",
+                 st.err_msg ? st.err_msg : "?");
+        return -EINVAL;
+    }
+    /* The runtimes dir first on sys.path. */
+    PyObject *path = PySys_GetObject("path");   /* borrowed */
+    PyObject *dir = PyUnicode_DecodeFSDefault(host_python_dir);
+    int rc = path && dir ? PyList_Insert(path, 0, dir) : -1;
+    Py_XDECREF(dir);
+    if (rc < 0) {
+        python_error(err, errlen, "setting sys.path");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int call_noargs(const char *module, const char *fn, char *err, size_t errlen)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *r = m ? PyObject_CallMethod(m, fn, NULL) : NULL;
+    Py_XDECREF(m);
+    if (!r) {
+        char what[160];
+        snprintf(what, sizeof what, "%s.%s()", module, fn);
+        python_error(err, errlen, what);
+        return -EINVAL;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Import --preload modules, run sandboxd_runtime.preload(), prepare the child's helpers. */
+static int preload(char *err, size_t errlen)
+{
+    /* Split the comma-separated list by hand (no strtok). */
+    for (const char *p = opt.preload; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[128];
+        if (n >= sizeof name) {
+            snprintf(err, errlen, "--preload: module name too long");
+            return -EINVAL;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        p += n + (p[n] == ',');
+        if (!name[0])
+            continue;
+        PyObject *m = PyImport_ImportModule(name);
+        if (!m) {
+            char what[160];
+            snprintf(what, sizeof what, "import %s", name);
+            python_error(err, errlen, what);
+            return -EINVAL;
+        }
+        Py_DECREF(m);
+    }
+    if (call_noargs("sandboxd_runtime", "preload", err, errlen))
+        return -EINVAL;
+    PyObject *rt = PyImport_ImportModule("sandboxd_runtime");
+    zyg_py.serve_fn = rt ? PyObject_GetAttrString(rt, "serve") : NULL;
+    Py_XDECREF(rt);
+    PyObject *globals = PyDict_New();
+    PyObject *builtins = PyEval_GetBuiltins();   /* borrowed */
+    PyObject *res = NULL;
+    if (globals && PyDict_SetItemString(globals, "__builtins__", builtins) == 0)
+        res = PyRun_String(enter_src, Py_file_input, globals, globals);
+    Py_XDECREF(res);
+    zyg_py.enter_fn = res && globals ? PyDict_GetItemString(globals, "_enter") : NULL;
+    Py_XINCREF((PyObject *)zyg_py.enter_fn);
+    PyObject *prep = res && globals ? PyDict_GetItemString(globals, "_prepare") : NULL;
+    PyObject *pr = prep ? PyObject_CallFunction(prep, "s", host_python_dir) : NULL;
+    if (!pr)
+        zyg_py.enter_fn = NULL;   /* reported below */
+    Py_XDECREF(pr);
+    Py_XDECREF(globals);
+    if (!zyg_py.serve_fn || !zyg_py.enter_fn) {
+        python_error(err, errlen, "preparing the context entry");
+        return -EINVAL;
+    }
+    zyg_py.host_python_dir = host_python_dir;
+    zyg_py.inside_python_dir = inside_python_dir;
+    /* Everything alive now is shared by all children: move it out of the collector's
+     * generations so that a child's collection never writes to (and copies) its pages. */
+    return call_noargs("gc", "freeze", err, errlen);
+}
+
+/* Check a request and point r's fields into the datagram. 0 or -EINVAL. */
+static int parse_request(const struct zyg_hdr *h, char *payload, struct zyg_req *r)
+{
+    if (h->len < sizeof r->entry + 1 || h->a < 0 || h->a > ZYG_MAX_ENV)
+        return -EINVAL;
+    memcpy(&r->entry, payload, sizeof r->entry);
+    for (int i = 0; i < 4; i++) {
+        const char *cg = r->entry.cgroup_procs[i];
+        if (!memchr(cg, '\0', sizeof r->entry.cgroup_procs[i]))
+            return -EINVAL;
+        if (cg[0] && (strncmp(cg, CGROUP_PREFIX, strlen(CGROUP_PREFIX)) || strstr(cg, "/../")))
+            return -EINVAL;
+    }
+    if (r->entry.ns_pid <= 0)
+        return -EINVAL;
+    char *p = payload + sizeof r->entry, *end = payload + h->len;
+    char *nul = memchr(p, '\0', (size_t)(end - p));
+    if (!nul || nul - p >= ZYG_CWD_MAX || p[0] != '/')
+        return -EINVAL;
+    r->cwd = p;
+    p = nul + 1;
+    r->nenv = 0;
+    for (int i = 0; i < h->a; i++) {
+        nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+        if (!nul || !memchr(p, '=', (size_t)(nul - p)) || p[0] == '=')
+            return -EINVAL;
+        r->env[r->nenv++] = p;
+        p = nul + 1;
+    }
+    r->env[r->nenv] = NULL;
+    return p == end ? 0 : -EINVAL;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read one int32 record from the report pipe before deadline. 1, 0 at EOF, -errno. */
+static int read_record(int fd, int32_t *v, long long deadline)
+{
+    size_t got = 0;
+    char *b = (char *)v;
+    while (got < sizeof *v) {
+        long long left = deadline - now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno != EINTR)
+            return -errno;
+        if (pr <= 0)
+            continue;
+        ssize_t n = read(fd, b + got, sizeof *v - got);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        if (n == 0)
+            return 0;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    return 1;
+}
+
+/* Fork one context for r and reply. The request's fds are closed here. */
+static void serve_request(struct zyg_req *r)
+{
+    char msg[256];
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0) {
+        snprintf(msg, sizeof msg, "zygote: pipe: %s", strerror(errno));
+        reply(r->id, -errno, 0, msg);
+        return;
+    }
+    (void)call_noargs("gc", "freeze", msg, sizeof msg);
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+        close(rp[0]);
+        zyg_child_main(r, rp[1], &seccomp_prog);
+    }
+    int fork_errno = errno;
+    PyOS_AfterFork_Parent();
+    close(rp[1]);
+    close(r->channel_fd);
+    close(r->stdout_fd);
+    close(r->stderr_fd);
+    if (pid < 0) {
+        close(rp[0]);
+        snprintf(msg, sizeof msg, "zygote: fork: %s", strerror(fork_errno));
+        reply(r->id, -fork_errno, 0, msg);
+        return;
+    }
+    /* Up to two records, in either order: the intermediate's (host pid or -errno) and
+     * the grandchild's (tagged: pid inside or -errno). */
+    long long deadline = now_ms() + REPORT_TIMEOUT_MS;
+    int32_t host = 0, inside = 0, inside_err = 0, outer_err = 0;
+    int rc = 1;
+    while (rc == 1 && !outer_err && !inside_err && !(host > 0 && inside > 0)) {
+        int32_t v;
+        rc = read_record(rp[0], &v, deadline);
+        if (rc != 1)
+            break;
+        if (ZYG_REPORT_IS_INSIDE(v) && v > 0)
+            inside = v & 0x3fffffff;
+        else if (ZYG_REPORT_IS_INSIDE(v))
+            inside_err = -(-v - 0x40000000);
+        else if (v > 0)
+            host = v;
+        else
+            outer_err = v ? v : -EIO;
+    }
+    int32_t result;
+    if (host > 0 && inside > 0) {
+        result = host;
+        msg[0] = '\0';
+    } else if (outer_err) {
+        result = outer_err;
+        snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(-result));
+    } else if (inside_err) {
+        result = inside_err;
+        snprintf(msg, sizeof msg, "the context could not drop privileges in the sandbox: %s",
+                 strerror(-result));
+    } else {
+        result = rc == 0 ? -ECHILD : rc;
+        snprintf(msg, sizeof msg, "the context died while entering the sandbox (%s)",
+                 rc == 0 ? "no report" : strerror(-rc));
+        if (rc == -ETIMEDOUT) {
+            kill(pid, SIGKILL);
+            if (host > 0)
+                kill(host, SIGKILL);
+        }
+    }
+    close(rp[0]);
+    /* Reply first: the intermediate has _exit()ed right after its report (or was
+     * killed), but tearing down its copy of our address space takes milliseconds; it is
+     * reaped afterwards (reap_children), off the daemon's critical path. */
+    reply(r->id, result, result > 0 ? inside : 0, msg[0] ? msg : NULL);
+    unreaped++;
+}
+
+/* Reap exited intermediates; block only when block is set. */
+static void reap_children(bool block)
+{
+    while (unreaped > 0) {
+        pid_t p = waitpid(-1, NULL, block ? 0 : WNOHANG);
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p <= 0) {
+            if (p < 0)
+                unreaped = 0;   /* ECHILD: nothing left */
+            return;
+        }
+        unreaped--;
+    }
+}
+
+static int serve_loop(void)
+{
+    for (;;) {
+        /* While intermediates are still exiting, wake up to reap them. */
+        while (unreaped) {
+            struct pollfd p = { .fd = ZYG_CTL_FD, .events = POLLIN };
+            reap_children(false);
+            if (!unreaped || poll(&p, 1, 20) > 0)
+                break;
+        }
+        struct zyg_hdr h;
+        int fds[ZYG_MAX_FDS], nfds = 0;
+        int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, sizeof msgbuf - sizeof h, fds, &nfds, 0);
+        if (rc == 0)
+            return 0;   /* the daemon is gone */
+        if (rc == -EBADMSG) {
+            if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
+                reply(h.id, -EBADMSG, 0, "zygote: malformed request");
+            continue;
+        }
+        if (rc < 0) {
+            fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
+            return 1;
+        }
+        if (h.type != ZYG_FORK || nfds != 3) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            if (h.type == ZYG_FORK)
+                reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
+            continue;
+        }
+        static struct zyg_req req;
+        req.id = h.id;
+        req.channel_fd = fds[0];
+        req.stdout_fd = fds[1];
+        req.stderr_fd = fds[2];
+        if (parse_request(&h, msgbuf, &req)) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            reply(h.id, -EINVAL, 0, "zygote: invalid fork request");
+            continue;
+        }
+        serve_request(&req);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    char err[512] = "";
+    int rc;
+    /* Die with the daemon; if it is already gone, the socket read below sees EOF. */
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN);
+    int type = 0;
+    socklen_t tl = sizeof type;
+    if (getsockopt(ZYG_CTL_FD, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+        fprintf(stderr, "sandboxd-zygote: fd 3 must be the daemon's SOCK_SEQPACKET socket\n");
+        return 2;
+    }
+    (void)fcntl(ZYG_CTL_FD, F_SETFD, FD_CLOEXEC);
+    if (parse_args(argc, argv))
+        return 2;
+    if (join_path(host_python_dir, opt.runtimes, "/python") ||
+        join_path(inside_python_dir, opt.inside_runtimes, "/python")) {
+        fprintf(stderr, "sandboxd-zygote: runtimes path too long\n");
+        return 2;
+    }
+
+    if ((rc = set_environment(err, sizeof err)))
+        goto fail;
+    if ((rc = start_python(err, sizeof err)))
+        goto fail;
+    if ((rc = preload(err, sizeof err)))
+        goto fail;
+    int nthreads = count_threads();
+    if (nthreads != 1) {
+        rc = nthreads < 0 ? nthreads : -EDEADLK;
+        snprintf(err, sizeof err, "the zygote has %d threads after preload (must be 1: fork "
+                 "would copy only one of them)", nthreads);
+        goto fail;
+    }
+    if ((rc = jail_seccomp_compile(&seccomp_prog))) {
+        snprintf(err, sizeof err, "compiling the seccomp filter failed: %s", strerror(-rc));
+        goto fail;
+    }
+    /* Python's version string: "3.11.2 (main, ...)" → "3.11.2". */
+    char version[64];
+    snprintf(version, sizeof version, "%s", Py_GetVersion());
+    version[strcspn(version, " ")] = '\0';
+    send_ready(0, version);
+    return serve_loop();
+fail:
+    fprintf(stderr, "sandboxd-zygote: %s\n", err);
+    send_ready(rc < 0 ? rc : -EINVAL, err);
+    return 1;
+}

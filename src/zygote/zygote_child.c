@@ -1,0 +1,176 @@
+/*
+ * zygote_child.c — the life of a forked Python context, from the zygote's fork() to
+ * _exit(): descriptors, entering the sandbox, environment, then the runtime's serve loop.
+ *
+ * Runs in a single-threaded copy of the zygote (PyOS_AfterFork_Child() already done) that
+ * still has root in the host namespaces. Order:
+ *   1. descriptors: the request's channel, stdout and stderr become 3, 1, 2 and /dev/null
+ *      becomes 0. The zygote's own control socket sits on fd 3, so it is replaced here
+ *      (dup2 onto 3 closes it); every source fd is first moved above the targets so that
+ *      no dup2 can clobber another source;
+ *   2. the sandbox's cgroups (join_cgroups_fast: the cheap way on cgroup v1), then
+ *      jail_enter(): setns, the second fork into the sandbox's pid namespace, and
+ *      in the grandchild the privilege drop (uid 1000, no capabilities, no_new_privs,
+ *      seccomp, every fd but 0-3 and the report pipe closed);
+ *   3. the grandchild reports its pid inside the sandbox and closes the report pipe;
+ *   4. SIGPIPE and SIGXFSZ ignored again (as python3 does at start; jail_drop_privileges
+ *      reset every disposition), the environment replaced (C environ and os.environ
+ *      together) and the runtime package made importable from the sandbox's path;
+ *   5. sandboxd_runtime.serve(3); its return value is the exit status.
+ * Any failure writes -errno to the report pipe and _exit(127)s: this code never returns
+ * into the zygote's loop and never runs user code before the sandbox is fully entered.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "zygote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HIGH_FD 10   /* sources are moved to fds >= this before the dup2s */
+
+static void report(int fd, int32_t v)
+{
+    (void)!write(fd, &v, sizeof v);
+}
+
+static __attribute__((noreturn)) void fail(int fd, int err)
+{
+    report(fd, err < 0 && err > -4096 ? err : -EIO);
+    _exit(127);
+}
+
+static int move_high(int fd)
+{
+    return fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+}
+
+/* Join the sandbox's cgroups by writing "0" (this thread) to each v1 `tasks` file next to
+ * the cgroup.procs files named in e, clearing those from e. Measured here: moving a
+ * whole process through cgroup.procs takes the global threadgroup rwsem for writing and
+ * waits for an RCU grace period (5-16 ms per context on this VM, the dominant cost of a
+ * context start); moving only the current thread of a single-threaded process skips that
+ * lock (kernel >= 6.x) and takes 0.3 ms, with the same result. On cgroup v2 there is no
+ * `tasks` file: the entry is left for jail_enter() to write. 0 or -errno. */
+static int join_cgroups_fast(struct jail_entry *e)
+{
+    static const char procs[] = "cgroup.procs";
+    for (int i = 0; i < 4; i++) {
+        char *p = e->cgroup_procs[i], tasks[sizeof e->cgroup_procs[i]];
+        size_t len = strnlen(p, sizeof e->cgroup_procs[i]);
+        if (!len || len < sizeof procs - 1 || strcmp(p + len - (sizeof procs - 1), procs))
+            continue;
+        size_t dir = len - (sizeof procs - 1);
+        if (dir + sizeof "tasks" > sizeof tasks)
+            continue;
+        memcpy(tasks, p, dir);
+        memcpy(tasks + dir, "tasks", sizeof "tasks");
+        int fd = open(tasks, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue;   /* cgroup v2: jail_enter() writes cgroup.procs */
+        if (fd < 0)
+            return -errno;
+        int rc = write(fd, "0", 1) == 1 ? 0 : -errno;
+        close(fd);
+        if (rc)
+            return rc;
+        p[0] = '\0';
+    }
+    return 0;
+}
+
+/* Build the Python list of "KEY=VALUE" strings (decoded like os.environ does). */
+static PyObject *env_list(const struct zyg_req *r)
+{
+    PyObject *l = PyList_New((Py_ssize_t)r->nenv);
+    for (size_t i = 0; l && i < r->nenv; i++) {
+        PyObject *s = PyUnicode_DecodeFSDefault(r->env[i]);
+        if (!s) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, s);
+    }
+    return l;
+}
+
+void zyg_child_main(const struct zyg_req *r, int report_fd, const struct jail_sc_prog *prog)
+{
+    int rp = move_high(report_fd);
+    if (rp < 0)
+        fail(report_fd, -errno);
+    int ch = move_high(r->channel_fd), out = move_high(r->stdout_fd),
+        errfd = move_high(r->stderr_fd);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (ch < 0 || out < 0 || errfd < 0 || null < 0)
+        fail(rp, -errno);
+    if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || dup2(ch, 3) < 0)
+        fail(rp, -errno);
+
+    const int keep[] = { 0, 1, 2, 3, rp };
+    struct jail_enter_opts o = {
+        .cwd = r->cwd, .keep_fds = keep, .nkeep = sizeof keep / sizeof keep[0],
+        .seccomp = prog, .report_fd = rp,
+    };
+    struct jail_entry e = r->entry;
+    int rc = join_cgroups_fast(&e);
+    if (rc)
+        fail(rp, rc);
+    pid_t self = getpid();
+    rc = jail_enter(&e, &o);
+    if (rc && getpid() == self)
+        fail(rp, rc);   /* the intermediate failed, before the second fork */
+    if (rc) {           /* the grandchild failed: its records are tagged */
+        report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
+        _exit(127);
+    }
+
+    /* The grandchild: in the sandbox, unprivileged, filtered. */
+    report(rp, ZYG_REPORT_INSIDE_PID(getpid()));
+    close(rp);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+    if (clearenv() != 0)
+        _exit(127);
+
+    int status = 1;
+    PyObject *env = env_list(r);
+    PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "Oss", env,
+                                                zyg_py.host_python_dir,
+                                                zyg_py.inside_python_dir)
+                        : NULL;
+    Py_XDECREF(env);
+    if (!res) {
+        PyErr_Print();   /* to the context's stderr pipe */
+        _exit(127);
+    }
+    Py_DECREF(res);
+    res = PyObject_CallFunction((PyObject *)zyg_py.serve_fn, "i", 3);
+    if (!res) {
+        PyErr_Print();
+        _exit(1);
+    }
+    long v = PyLong_Check(res) ? PyLong_AsLong(res) : 1;
+    if (v == -1 && PyErr_Occurred())
+        v = 1;
+    /* No Py_Finalize: the shared interpreter state belongs to the zygote's image; exit
+     * without running its teardown (like os._exit). Flush what serve() may have left. */
+    PyObject *o_ = PySys_GetObject("stdout");
+    if (o_)
+        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
+    o_ = PySys_GetObject("stderr");
+    if (o_)
+        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
+    PyErr_Clear();
+    status = (int)(v & 0xff);
+    _exit(status);
+}

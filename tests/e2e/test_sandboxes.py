@@ -1,0 +1,103 @@
+"""End-to-end tests of the sandbox API: get-or-create, generated ids, listing, limits,
+validation, the sandbox cap, and deletion that leaves nothing behind."""
+import os
+
+from sbxtest import Sandbox
+
+
+def test_put_is_get_or_create(daemon):
+    status, a = daemon.json("PUT", "/v1/sandboxes/goc")
+    assert status == 201
+    status, b = daemon.json("PUT", "/v1/sandboxes/goc")
+    assert status == 200
+    assert a["createdAt"] == b["createdAt"] and a["id"] == "goc"
+    status, c = daemon.json("GET", "/v1/sandboxes/goc")
+    assert status == 200 and c["id"] == "goc"
+    assert c["network"] == "none"
+    assert set(c["limits"]) >= {"memoryMb", "pids", "cpus", "diskMb", "timeoutMs"}
+    assert set(c["usage"]) == {"memoryBytes", "processes", "contexts"}
+    assert daemon.json("DELETE", "/v1/sandboxes/goc") == (200, {"deleted": True})
+    status, e = daemon.json("GET", "/v1/sandboxes/goc")
+    assert status == 404 and e["code"] == "SANDBOX_NOT_FOUND"
+    status, e = daemon.json("DELETE", "/v1/sandboxes/goc")
+    assert status == 404 and e["code"] == "SANDBOX_NOT_FOUND"
+
+
+def test_post_generates_an_id(daemon):
+    status, a = daemon.json("POST", "/v1/sandboxes", {})
+    assert status == 201 and a["id"].startswith("sbx-")
+    status, b = daemon.json("POST", "/v1/sandboxes")
+    assert b["id"] != a["id"]
+    status, lst = daemon.json("GET", "/v1/sandboxes")
+    ids = [s["id"] for s in lst["sandboxes"]]
+    assert a["id"] in ids and b["id"] in ids
+    for x in (a, b):
+        assert daemon.json("DELETE", "/v1/sandboxes/" + x["id"])[0] == 200
+
+
+def test_invalid_ids_are_400(daemon):
+    for bad in ("-lead", "a" * 64, "a%2Fb", "sp%20ace", "a%00b", "..", "%C3%A9"):
+        status, e = daemon.json("PUT", "/v1/sandboxes/" + bad)
+        assert status == 400, (bad, e)
+        assert e["code"] == "VALIDATION_FAILED"
+        status, e = daemon.json("GET", "/v1/sandboxes/" + bad)
+        assert status == 400, bad
+
+
+def test_limits_override_and_validation(daemon):
+    status, s = daemon.json("PUT", "/v1/sandboxes/lim", {
+        "limits": {"memoryMb": 256, "pids": 64, "cpus": 0.5, "diskMb": 32, "timeoutMs": 5000}})
+    assert status == 201, s
+    assert s["limits"]["memoryMb"] == 256 and s["limits"]["pids"] == 64
+    assert s["limits"]["cpus"] == 0.5 and s["limits"]["timeoutMs"] == 5000
+    daemon.json("DELETE", "/v1/sandboxes/lim")
+    status, e = daemon.json("PUT", "/v1/sandboxes/lim2", {"limits": {"memoryMb": "lots"}})
+    assert status == 400 and "'memoryMb'" in e["message"]
+    status, e = daemon.json("PUT", "/v1/sandboxes/lim2", {"limits": {"pids": 1}})
+    assert status == 400 and "'pids' must be an integer from 8" in e["message"]
+    status, e = daemon.json("PUT", "/v1/sandboxes/lim2", {"network": "bridge"})
+    assert status == 400 and "'network'" in e["message"]
+    status, e = daemon.json("PUT", "/v1/sandboxes/lim2", {"env": {"A=B": "x"}})
+    assert status == 400 and "A=B" in e["message"]
+    status, e = daemon.request("PUT", "/v1/sandboxes/lim2", b"{not json",
+                               {"Content-Type": "application/json"})[::2]
+    assert status == 400 and b"INVALID_JSON" in e
+    assert daemon.json("GET", "/v1/sandboxes/lim2")[0] == 404
+
+
+def test_sandbox_cap_is_429(make_daemon):
+    d = make_daemon("--max-sandboxes", "2")
+    assert d.json("PUT", "/v1/sandboxes/a")[0] == 201
+    assert d.json("PUT", "/v1/sandboxes/b")[0] == 201
+    status, e = d.json("PUT", "/v1/sandboxes/c")
+    assert status == 429 and e["code"] == "LIMIT_REACHED"
+    assert d.json("PUT", "/v1/sandboxes/a")[0] == 200      # existing ones still answer
+    d.json("DELETE", "/v1/sandboxes/a")
+    assert d.json("PUT", "/v1/sandboxes/c")[0] == 201
+
+
+def test_usage_reports_processes(daemon):
+    s = Sandbox(daemon, "usage")
+    s.exec("true")
+    status, info = daemon.json("GET", "/v1/sandboxes/usage")
+    assert info["usage"]["processes"] >= 0
+    assert info["usage"]["memoryBytes"] >= 0
+    s.delete()
+
+
+def test_delete_removes_workspace_and_processes(daemon):
+    s = Sandbox(daemon, "gone")
+    s.sh("echo data > /workspace/file && (setsid sleep 1000.4242 &) ; true")
+    state = os.path.join(daemon.state, "state")
+    before = [dirpath for dirpath, _, files in os.walk(state) if "file" in files]
+    assert before, "the workspace should be under the state dir"
+    assert s.delete() == (200, {"deleted": True})
+    after = [dirpath for dirpath, _, files in os.walk(state) if "file" in files]
+    assert after == []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+            except OSError:
+                continue
+            assert b"1000.4242" not in cmd, "a sandbox process survived its deletion"
