@@ -28,14 +28,17 @@ run: build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
+# end-to-end suites against a real daemon: API, hostile code, the SDKs and the CLI
 e2e: build
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e tests/hostile
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q clients/python/tests
+	SANDBOXD_BUILD=$(abspath $(BUILD)) clients/js/scripts/test.sh
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure
 	$(PYTEST) -q runtimes/python/tests
 	node --test runtimes/node/test/
-	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e tests/hostile
+	$(MAKE) --no-print-directory e2e BUILD=$(BUILD)
 
 bench: build
 	/usr/bin/python3 bench/run.py --build $(abspath $(BUILD))

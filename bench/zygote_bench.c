@@ -10,6 +10,8 @@
  *      --idle idle contexts (default 10), right after ready and after `import pandas`;
  *   4. the baseline: a cold `/usr/bin/python3 -c 'import numpy, pandas, matplotlib'`.
  * Prints medians and p99 and the ratio to the cold start. Needs root; exits 77 otherwise.
+ * --smaps also prints, for the first idle context, the mappings holding the most private
+ * memory (heap, Python's arenas, libpython's data...), after ready and after the import.
  * Targets (docs): ready ≤ 10 ms p50; ≤ 5 MiB private per idle context after import pandas.
  */
 #ifndef _GNU_SOURCE
@@ -203,6 +205,61 @@ static long rss_kib(pid_t pid)
     return v;
 }
 
+/* --smaps: print the mappings of pid that hold the most private memory (KiB), so the
+ * pages a context copied from the zygote can be traced to their owner (heap, Python's
+ * arenas, a library's data). */
+static void print_smaps(pid_t pid, const char *when)
+{
+    char path[64], line[512], name[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    struct { char name[256]; long kib; } top[256];
+    int n = 0;
+    long cur = 0, v;
+    char range[64] = "";
+    for (;;) {
+        bool eof = !fgets(line, sizeof line, f);
+        unsigned long a, b;
+        if (eof || sscanf(line, "%lx-%lx", &a, &b) == 2) {
+            if (range[0] && cur > 0 && n < 256) {
+                snprintf(top[n].name, sizeof top[n].name, "%s %s", range, name);
+                top[n++].kib = cur;
+            }
+            if (eof)
+                break;
+            cur = 0;
+            name[0] = '\0';
+            snprintf(range, sizeof range, "%lx", a);
+            char *sp = line;
+            for (int k = 0; k < 5 && sp; k++)
+                sp = strchr(sp + 1, ' ');
+            if (sp) {
+                while (*sp == ' ')
+                    sp++;
+                snprintf(name, sizeof name, "%s", sp);
+                name[strcspn(name, "\n")] = '\0';
+            }
+        } else if (sscanf(line, "Private_Clean: %ld kB", &v) == 1 ||
+                   sscanf(line, "Private_Dirty: %ld kB", &v) == 1) {
+            cur += v;
+        }
+    }
+    fclose(f);
+    printf("private memory of context %d by mapping, %s (KiB):\n", (int)pid, when);
+    for (int k = 0; k < 20; k++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (top[i].kib > 0 && (best < 0 || top[i].kib > top[best].kib))
+                best = i;
+        if (best < 0)
+            break;
+        printf("  %6ld  %s\n", top[best].kib, top[best].name);
+        top[best].kib = 0;
+    }
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -236,14 +293,22 @@ static double cold_python_ms(void)
 int main(int argc, char **argv)
 {
     int runs = 200, idle = 10;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool smaps = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--smaps")) {
+            smaps = true;
+            continue;
+        }
+        if (i + 1 >= argc)
+            break;
         if (!strcmp(argv[i], "--runs"))
             runs = (int)strtol(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--idle"))
             idle = (int)strtol(argv[i + 1], NULL, 10);
+        i++;
     }
     if (runs < 1 || runs > 100000 || idle < 1 || idle > MAX_IDLE) {
-        fprintf(stderr, "usage: zygote-bench [--runs N] [--idle N<=%d]\n", MAX_IDLE);
+        fprintf(stderr, "usage: zygote-bench [--runs N] [--idle N<=%d] [--smaps]\n", MAX_IDLE);
         return 2;
     }
     if (geteuid() != 0) {
@@ -326,10 +391,14 @@ int main(int argc, char **argv)
     usleep(100000);
     for (int i = 0; i < n; i++)
         fresh[i] = (double)private_kib(idle_c[i].pid) / 1024.0;
+    if (smaps && n)
+        print_smaps(idle_c[0].pid, "after ready");
     for (int i = 0; i < n; i++)
         ctx_exec(&idle_c[i], "\"import pandas\"");
     for (int i = 0; i < n; i++)
         after[i] = (double)private_kib(idle_c[i].pid) / 1024.0;
+    if (smaps && n)
+        print_smaps(idle_c[0].pid, "after `import pandas`");
     for (int i = 0; i < n; i++)
         ctx_exec(&idle_c[i], "\"import pandas as pd, matplotlib.pyplot as plt\\n"
                  "df = pd.DataFrame({'x': range(100), 'y': range(100)})\\n"

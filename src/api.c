@@ -9,8 +9,12 @@
 
 #include "context.h"
 #include "log.h"
+#include "process.h"
 
-enum { ROUTE_PUBLIC = 1 };   /* no token needed */
+enum {
+    ROUTE_PUBLIC = 1,        /* no token needed */
+    ROUTE_STREAM_BODY = 2,   /* the body streams to the handler (http_server_set_body_hook) */
+};
 
 #define H(fn) ((void (*)(void))(fn))
 
@@ -31,7 +35,31 @@ static const struct route ROUTES[] = {
     { "POST", "/v1/sandboxes/{sid}/contexts/{cid}/interrupt", H(api_context_interrupt), 0 },
     { "POST", "/v1/sandboxes/{sid}/contexts/{cid}/restart", H(api_context_restart), 0 },
     { "POST", "/v1/sandboxes/{sid}/execute", H(api_execute), 0 },
+    { "PUT", "/v1/sandboxes/{sid}/files/{path...}", H(api_files_put), ROUTE_STREAM_BODY },
+    { "GET", "/v1/sandboxes/{sid}/files/{path...}", H(api_files_get), 0 },
+    { "DELETE", "/v1/sandboxes/{sid}/files/{path...}", H(api_files_delete), 0 },
+    { "GET", "/v1/sandboxes/{sid}/files", H(api_files_get), 0 },
+    { "POST", "/v1/sandboxes/{sid}/files:move", H(api_files_move), 0 },
+    { "POST", "/v1/sandboxes/{sid}/files:mkdir", H(api_files_mkdir), 0 },
+    { "POST", "/v1/sandboxes/{sid}/processes", H(api_process_start), 0 },
+    { "GET", "/v1/sandboxes/{sid}/processes", H(api_process_list), 0 },
+    { "GET", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_get), 0 },
+    { "DELETE", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_delete), 0 },
+    { "GET", "/v1/sandboxes/{sid}/processes/{pid}/logs", H(api_process_logs), 0 },
 };
+
+bool api_stream_body(const http_req *req, void *arg)
+{
+    (void)arg;
+    const struct route *rt = NULL;
+    route_params params;
+    char allow[128];
+    if (router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], req->method_name, req->path,
+                     &rt, &params, allow, sizeof allow) != ROUTE_FOUND)
+        return false;
+    route_params_free(&params);
+    return (rt->flags & ROUTE_STREAM_BODY) != 0;
+}
 
 void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg)
 {

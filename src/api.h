@@ -42,6 +42,9 @@ typedef void (*api_handler)(struct app *app, http_req *req, const route_params *
 
 /* The dispatch function given to the HTTP server (arg is the struct app). */
 void api_dispatch(http_req *req, void *arg);
+/* The body hook given to the HTTP server: true for the routes whose request body is
+ * streamed to the handler as it arrives (file uploads) instead of being buffered. */
+bool api_stream_body(const http_req *req, void *arg);
 void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg);
 /* Find Node's version (node --version, asynchronously) for JavaScript/TypeScript. */
 void api_probe_node(struct app *app);
@@ -57,5 +60,10 @@ void api_sandbox_get(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_list(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_delete(struct app *app, http_req *req, const route_params *p);
 void api_exec(struct app *app, http_req *req, const route_params *p);
+void api_files_put(struct app *app, http_req *req, const route_params *p);
+void api_files_get(struct app *app, http_req *req, const route_params *p);
+void api_files_delete(struct app *app, http_req *req, const route_params *p);
+void api_files_move(struct app *app, http_req *req, const route_params *p);
+void api_files_mkdir(struct app *app, http_req *req, const route_params *p);
 
 #endif

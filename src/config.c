@@ -78,6 +78,12 @@ static const struct opt OPTS[] = {
       "Modules the Python zygote imports once, so every context starts with them loaded." },
     { "host-uid-base", "SANDBOXD_HOST_UID_BASE", U64(host_uid_base), "1000000", 1000, UINT32_MAX - 200000,
       "When root: sandbox n runs as host uids base+2n and base+2n+1 (never shared between sandboxes)." },
+    { "max-file-bytes", "SANDBOXD_MAX_FILE_BYTES", U64(max_file_bytes), "4294967296", 1, UINT64_C(1) << 40,
+      "Largest file PUT /v1/sandboxes/{id}/files/... accepts (streamed to disk, never held in memory); larger gets 413." },
+    { "process-log-bytes", "SANDBOXD_PROCESS_LOG_BYTES", U64(process_log_bytes), "1048576", 4096, UINT64_C(1) << 30,
+      "Output a background process keeps per stream (a ring: the oldest bytes are dropped and counted)." },
+    { "max-processes", "SANDBOXD_MAX_PROCESSES", U64(max_processes), "64", 1, 100000,
+      "Background processes a sandbox keeps (running or exited); past it the oldest exited one is forgotten, or 429." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -44,6 +44,10 @@ struct config {
     char runtimes_dir[512];
     char python_preload[512];
     uint64_t host_uid_base;
+    /* files and background processes */
+    uint64_t max_file_bytes;
+    uint64_t process_log_bytes;
+    uint64_t max_processes;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

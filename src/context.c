@@ -502,6 +502,13 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
     struct ctx_run *r = c->cur;
     if (strcmp(type, "ready") == 0) {
         on_ready(c, p);
+    } else if (strcmp(type, "stream") == 0) {
+        /* Python-level output, ordered with the results on the channel */
+        const char *name = json_string_value(json_object_get(msg, "name"));
+        json_t *text = json_object_get(msg, "text");
+        if (name && json_is_string(text))
+            run_output(c, strcmp(name, "stderr") == 0, json_string_value(text),
+                       json_string_length(text));
     } else if (!r) {
         /* nothing is running: a stray message is ignored */
     } else if (strcmp(type, "result") == 0) {

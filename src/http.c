@@ -8,6 +8,14 @@
  * connection keeps reading (so a client that goes away is noticed) into conn->pending,
  * up to PENDING_CAP bytes; past that it stops reading until the response is done.
  *
+ * Streamed request bodies (the body hook): llhttp is paused at headers-complete, the
+ * request is dispatched, and then the parser is paused again after every body span so
+ * that the span (a pointer into conn->pending) is handed to the handler before the bytes
+ * are consumed. While the handler pauses the body, nothing more is parsed and reading
+ * stops once pending holds PENDING_CAP bytes. A response that completes before the body
+ * does puts the connection in discard mode: the rest of the body is parsed and dropped
+ * (at most DISCARD_CAP bytes, within header_timeout_ms), then the connection closes.
+ *
  * Memory: an idle connection holds its struct (a few hundred bytes) and nothing else:
  * the read buffer is one loop-wide array, used only inside read_cb.
  *
@@ -31,12 +39,23 @@
 #define READ_BUF_SIZE 65536
 #define PENDING_CAP (256 * 1024)
 #define HEADER_NAME_CAP 64      /* longer header names are never ones we read */
+#define DISCARD_CAP (8u << 20)  /* body bytes read and dropped after an early response */
+
+/* Why llhttp_execute returned HPE_PAUSED. */
+enum pause_why {
+    PAUSE_NONE,
+    PAUSE_DISPATCH,     /* a buffered request is complete */
+    PAUSE_HEADERS,      /* a streamed-body request's headers are complete */
+    PAUSE_BODY,         /* a span of a streamed body is in conn->span */
+    PAUSE_COMPLETE,     /* a streamed (or discarded) body is complete */
+};
 
 struct http_server {
     uv_loop_t *loop;
     uv_tcp_t tcp;
     struct http_limits lim;
     http_dispatch_fn dispatch;
+    http_body_hook_fn body_hook;
     void *dispatch_arg;
     llhttp_settings_t settings;
     uint64_t nconns;
@@ -68,6 +87,13 @@ struct http_conn {
     bool busy;                  /* req was dispatched and is not complete yet */
     bool expect_continue;
     bool reject;                /* an error response was sent; close after it */
+    bool continue_owed;         /* streamed body: 100 Continue not sent yet */
+    bool discarding;            /* dropping the rest of a body answered early */
+    uint64_t discard_left;
+    enum pause_why why;
+    bool owed;                  /* llhttp_execute is due even with nothing pending */
+    const char *span;           /* PAUSE_BODY: the span, inside pending */
+    size_t span_len;
 };
 
 struct write_req {
@@ -82,6 +108,8 @@ static char read_buf[READ_BUF_SIZE];
 static void conn_close(http_conn *c);
 static void conn_free(http_conn *c);
 static void process_input(http_conn *c);
+
+static void arm_timer(http_conn *c, uint64_t ms);
 
 static uint64_t now_ns(void)
 {
@@ -195,7 +223,13 @@ static void req_free(http_req *r)
     free(r);
 }
 
-static void arm_timer(http_conn *c, uint64_t ms);
+/* Whether the response may announce keep-alive: not when a streamed body is still
+ * arriving (the connection closes after discarding it). */
+static bool resp_keep(const http_req *r)
+{
+    return r->keep_alive && !r->conn->reject && !r->conn->srv->stopping &&
+           !(r->body_streaming && !r->body_complete);
+}
 
 /* The request is complete: log, count, move on to the next one. */
 static void req_finish(http_req *r)
@@ -208,12 +242,22 @@ static void req_finish(http_req *r)
              (double)dur / 1e6, r->aborted ? " (client gone)" : "");
     c->req = NULL;
     c->busy = false;
-    bool keep = r->keep_alive && !r->aborted && !c->reject;
+    bool body_open = r->body_streaming && !r->body_complete;
+    bool keep = r->keep_alive && !r->aborted && !c->reject && !body_open;
     req_free(r);
     if (c->closing) {
         /* the conn waited for this request before it could be freed */
         if (c->open_handles == 0)
             conn_free(c);
+        return;
+    }
+    if (body_open && !c->srv->stopping && !c->continue_owed) {
+        /* answered before its body was in: read the rest so the client sees the answer */
+        c->discarding = true;
+        c->discard_left = DISCARD_CAP;
+        arm_timer(c, c->srv->lim.header_timeout_ms);
+        if (!c->in_process)
+            process_input(c);
         return;
     }
     if (!keep || c->srv->stopping) {
@@ -235,8 +279,7 @@ void http_respond(http_req *r, int status, const char *ctype, const void *body, 
     if (!r->aborted) {
         buf head;
         buf_init(&head, 8192);
-        bool keep = r->keep_alive && !r->conn->reject && !r->conn->srv->stopping;
-        if (format_head(&head, status, ctype, (long long)len, keep, extra) == 0)
+        if (format_head(&head, status, ctype, (long long)len, resp_keep(r), extra) == 0)
             conn_write(r->conn, head.data, head.len,
                        r->method == HTTP_HEAD ? NULL : body, r->method == HTTP_HEAD ? 0 : len);
         buf_free(&head);
@@ -279,7 +322,28 @@ int http_stream_begin(http_req *r, int status, const char *ctype, const char *ex
         return -EPIPE;
     buf head;
     buf_init(&head, 8192);
-    int rc = format_head(&head, status, ctype, -1, r->keep_alive, extra);
+    int rc = format_head(&head, status, ctype, -1, resp_keep(r), extra);
+    if (!rc)
+        rc = conn_write(r->conn, head.data, head.len, NULL, 0);
+    buf_free(&head);
+    return rc;
+}
+
+int http_stream_begin_sized(http_req *r, int status, const char *ctype, uint64_t length,
+                            const char *extra)
+{
+    if (r->responded || r->finished)
+        return -EINVAL;
+    r->responded = true;
+    r->streaming = true;
+    r->stream_sized = true;
+    r->stream_left = r->method == HTTP_HEAD ? 0 : length;
+    r->status = status;
+    if (r->aborted)
+        return -EPIPE;
+    buf head;
+    buf_init(&head, 8192);
+    int rc = format_head(&head, status, ctype, (long long)length, resp_keep(r), extra);
     if (!rc)
         rc = conn_write(r->conn, head.data, head.len, NULL, 0);
     buf_free(&head);
@@ -290,13 +354,21 @@ int http_stream_write(http_req *r, const void *data, size_t len)
 {
     if (r->aborted || r->conn->closing)
         return -EPIPE;
+    if (r->stream_sized && len > r->stream_left)
+        len = (size_t)r->stream_left;
     if (len == 0)
         return 0;
-    char hdr[32];
-    int n = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
-    int rc = conn_write(r->conn, hdr, (size_t)n, data, len);
-    if (!rc)
-        rc = conn_write(r->conn, "\r\n", 2, NULL, 0);
+    int rc;
+    if (r->stream_sized) {
+        rc = conn_write(r->conn, data, len, NULL, 0);
+        r->stream_left -= len;
+    } else {
+        char hdr[32];
+        int n = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
+        rc = conn_write(r->conn, hdr, (size_t)n, data, len);
+        if (!rc)
+            rc = conn_write(r->conn, "\r\n", 2, NULL, 0);
+    }
     if (rc)
         return -EPIPE;
     if (queued_bytes(r->conn) >= r->conn->srv->lim.stream_buffer_bytes) {
@@ -310,8 +382,12 @@ void http_stream_end(http_req *r)
 {
     if (r->finished)
         return;
-    if (!r->aborted && !r->conn->closing)
+    if (r->stream_sized) {
+        if (r->stream_left > 0)
+            r->conn->reject = true;   /* short body: closing is the only honest signal */
+    } else if (!r->aborted && !r->conn->closing) {
         conn_write(r->conn, "0\r\n\r\n", 5, NULL, 0);
+    }
     req_finish(r);
 }
 
@@ -473,15 +549,24 @@ static int on_headers_complete(llhttp_t *p)
     r->query = q ? q + 1 : "";
     if (!r->path)
         return HPE_USER;
+    if (p->method == HTTP_CONNECT || p->upgrade) {
+        conn_fail(c, 400, "BAD_REQUEST", "CONNECT and protocol upgrades are not supported");
+        return HPE_USER;
+    }
+    r->has_content_length = (p->flags & F_CONTENT_LENGTH) != 0;
+    r->content_length = r->has_content_length ? p->content_length : 0;
+    if (c->srv->body_hook && c->srv->body_hook(r, c->srv->dispatch_arg)) {
+        r->body_streaming = true;
+        r->keep_alive = llhttp_should_keep_alive(p);
+        c->continue_owed = c->expect_continue;
+        c->why = PAUSE_HEADERS;
+        return HPE_PAUSED;
+    }
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->lim.max_body_bytes) {
         conn_fail(c, 413, "PAYLOAD_TOO_LARGE",
                   "the body of %llu bytes exceeds the limit of %llu bytes",
                   (unsigned long long)p->content_length,
                   (unsigned long long)c->srv->lim.max_body_bytes);
-        return HPE_USER;
-    }
-    if (p->method == HTTP_CONNECT || p->upgrade) {
-        conn_fail(c, 400, "BAD_REQUEST", "CONNECT and protocol upgrades are not supported");
         return HPE_USER;
     }
     if (c->expect_continue)
@@ -492,6 +577,22 @@ static int on_headers_complete(llhttp_t *p)
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     http_conn *c = p->data;
+    if (c->discarding) {
+        if (n > c->discard_left) {
+            conn_close(c);
+            return HPE_USER;
+        }
+        c->discard_left -= n;
+        return 0;
+    }
+    if (c->req->body_streaming) {
+        if (n == 0)
+            return 0;   /* llhttp flushes empty spans at the end of its input */
+        c->span = at;
+        c->span_len = n;
+        c->why = PAUSE_BODY;
+        return HPE_PAUSED;
+    }
     if (buf_append(&c->req->body, at, n)) {
         conn_fail(c, 413, "PAYLOAD_TOO_LARGE", "the body exceeds the limit of %llu bytes",
                   (unsigned long long)c->srv->lim.max_body_bytes);
@@ -503,7 +604,12 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
 static int on_message_complete(llhttp_t *p)
 {
     http_conn *c = p->data;
+    if (c->discarding || c->req->body_streaming) {
+        c->why = PAUSE_COMPLETE;
+        return HPE_PAUSED;
+    }
     c->req->keep_alive = llhttp_should_keep_alive(p);
+    c->why = PAUSE_DISPATCH;
     return HPE_PAUSED;
 }
 
@@ -518,6 +624,74 @@ static void dispatch(http_conn *c)
     c->srv->dispatch(c->req, c->srv->dispatch_arg);
 }
 
+/* A streamed-body request's headers are in: hand it over, then expect its body. */
+static void dispatch_streamed(http_conn *c)
+{
+    dispatch(c);
+    if (!c->busy || c->closing)
+        return;   /* answered already: req_finish chose discard or close */
+    if (c->continue_owed && !c->req->responded)
+        conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25, NULL, 0);
+    c->continue_owed = false;
+    if (!c->req->body_complete)
+        arm_timer(c, c->srv->lim.header_timeout_ms);   /* the client must keep sending */
+}
+
+/* Hand the span llhttp paused on to the handler (it is still inside pending). */
+static void deliver_body(http_conn *c)
+{
+    http_req *r = c->req;
+    arm_timer(c, c->srv->lim.header_timeout_ms);
+    if (r->on_body)
+        r->on_body(r, c->span, c->span_len, r->cb_arg);
+}
+
+static void body_done(http_conn *c)
+{
+    if (c->discarding) {
+        c->discarding = false;
+        conn_close(c);   /* the response said Connection: close */
+        return;
+    }
+    http_req *r = c->req;
+    r->body_complete = true;
+    r->body_paused = false;
+    uv_timer_stop(&c->timer);
+    if (r->on_body_end)
+        r->on_body_end(r, r->cb_arg);
+}
+
+/* Whether the parser may run: no request in flight, or one whose streamed body the
+ * handler is ready to take, or a body being discarded. */
+static bool can_parse(const http_conn *c)
+{
+    if (c->closing)
+        return false;
+    if (c->discarding || !c->busy)
+        return true;
+    const http_req *r = c->req;
+    return r->body_streaming && !r->body_complete && !r->body_paused;
+}
+
+void http_body_pause(http_req *r)
+{
+    if (r->body_streaming && !r->body_complete && !r->finished)
+        r->body_paused = true;
+}
+
+void http_body_resume(http_req *r)
+{
+    if (!r->body_paused)
+        return;
+    r->body_paused = false;
+    http_conn *c = r->conn;
+    if (c->closing || r->finished)
+        return;
+    arm_timer(c, c->srv->lim.header_timeout_ms);
+    if (!c->in_process)
+        process_input(c);
+}
+
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     (void)h;
@@ -530,7 +704,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 /* Read while there is room in pending; stop when it is full (back-pressure). */
 static void update_reading(http_conn *c)
 {
-    bool want = !c->closing && !c->read_eof && c->pending.len < PENDING_CAP;
+    bool want = !c->closing && !c->read_eof &&
+                c->pending.len + READ_BUF_SIZE <= PENDING_CAP;   /* room for a whole read */
     if (want && !c->reading) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
@@ -544,17 +719,34 @@ static void update_reading(http_conn *c)
 static void process_input(http_conn *c)
 {
     c->in_process = true;
-    while (!c->closing && !c->busy && c->pending.len > 0) {
-        enum llhttp_errno e = llhttp_execute(&c->parser, c->pending.data, c->pending.len);
+    /* after a body span the parser may owe a callback that needs no input (the end of a
+     * Content-Length body): run it once even when nothing is pending */
+    while (can_parse(c) && (c->pending.len > 0 || c->owed)) {
+        c->owed = false;
+        c->why = PAUSE_NONE;
+        enum llhttp_errno e = llhttp_execute(&c->parser, c->pending.data ? c->pending.data : "",
+                                             c->pending.len);
         if (e == HPE_OK) {
             buf_reset(&c->pending);
             break;
         }
         if (e == HPE_PAUSED) {
             size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - c->pending.data);
+            enum pause_why why = c->why;
+            if (why == PAUSE_BODY) {
+                deliver_body(c);   /* before the span's bytes are consumed */
+                c->owed = true;
+            }
             buf_consume(&c->pending, used);
             llhttp_resume(&c->parser);
-            dispatch(c);
+            if (why == PAUSE_DISPATCH)
+                dispatch(c);
+            else if (why == PAUSE_HEADERS) {
+                c->owed = true;   /* an empty body ends without further input */
+                dispatch_streamed(c);
+            }
+            else if (why == PAUSE_COMPLETE)
+                body_done(c);
             continue;
         }
         if (e != HPE_USER && !c->closing)
@@ -565,8 +757,15 @@ static void process_input(http_conn *c)
     c->in_process = false;
     if (c->closing)
         return;
-    if (c->pending.len == 0)
+    if (c->pending.len == 0) {
         buf_free(&c->pending);
+        /* the client half-closed in the middle of a body: it can never be complete */
+        if (c->read_eof && (c->discarding || (c->busy && c->req->body_streaming &&
+                                              !c->req->body_complete))) {
+            conn_close(c);
+            return;
+        }
+    }
     update_reading(c);
 }
 
@@ -597,7 +796,11 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     if (n == UV_EOF) {
         c->read_eof = true;
         update_reading(c);
-        if (c->busy && !c->req->streaming) {
+        if (c->busy && c->req->body_streaming && !c->req->body_complete &&
+            c->pending.len > 0)
+            return;   /* process_input decides once the pending bytes are parsed */
+        if (c->busy && (!c->req->body_streaming || c->req->body_complete) &&
+            !c->req->streaming) {
             c->req->keep_alive = false;   /* answer a half-closed client, then close */
             return;
         }
@@ -646,8 +849,14 @@ static void timer_cb(uv_timer_t *t)
         uv_close((uv_handle_t *)&c->timer, close_cb);
         return;
     }
-    if (c->busy)
+    if (c->busy) {
+        http_req *r = c->req;
+        if (r->body_streaming && !r->body_complete && !r->body_paused) {
+            log_info("%s %s: the client stopped sending its body", r->method_name, r->path);
+            conn_close(c);   /* aborts the request: its handler gets on_abort */
+        }
         return;
+    }
     if (c->req)
         conn_fail(c, 408, "REQUEST_TIMEOUT", "the request was not complete within %llu ms",
                   (unsigned long long)c->srv->lim.header_timeout_ms);
@@ -783,6 +992,11 @@ int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int 
                                                 : ((struct sockaddr_in *)&bound)->sin_port);
     *out = s;
     return 0;
+}
+
+void http_server_set_body_hook(http_server *s, http_body_hook_fn fn)
+{
+    s->body_hook = fn;
 }
 
 int http_server_port(const http_server *s)

@@ -4,7 +4,17 @@
  * One libuv loop thread. Each connection handles one request at a time: pipelined
  * requests wait, already read and parsed no further, until the response before them is
  * complete, so responses always go out in request order. Requests are fully buffered
- * (bodies up to max_body_bytes) before they are dispatched.
+ * (bodies up to max_body_bytes) before they are dispatched — except those the body hook
+ * (http_server_set_body_hook) claims at headers-complete time: they are dispatched with
+ * their headers only, and the handler receives the body in pieces as it arrives
+ * (on_body, then on_body_end), with http_body_pause/resume for back-pressure (a paused
+ * request's connection stops reading once PENDING_CAP bytes are waiting, so the memory a
+ * streamed upload holds is bounded whatever its size). Such a body is not limited by
+ * max_body_bytes (the handler enforces its own limit) and its request is not bound by
+ * header_timeout_ms as a whole; instead the client must send some of it at least every
+ * header_timeout_ms while the handler is not pausing it. A handler that answers before
+ * the body is complete gets its response sent with "Connection: close"; the rest of the
+ * body is read and discarded (up to a bound) so the client sees the response.
  *
  * Guarantees to clients: a request line plus headers over max_header_bytes gets 431, a
  * body over max_body_bytes gets 413 (before it is read when Content-Length says so),
@@ -42,6 +52,8 @@ typedef struct http_conn http_conn;
 typedef struct http_req http_req;
 
 typedef void (*http_req_cb)(http_req *req, void *arg);
+/* A piece of a streamed request body; data is valid only during the call (copy it). */
+typedef void (*http_body_cb)(http_req *req, const char *data, size_t len, void *arg);
 
 struct http_req {
     http_conn *conn;
@@ -55,6 +67,8 @@ struct http_req {
     char content_type[128];
     bool want_sse;              /* Accept names text/event-stream */
     bool keep_alive;
+    bool has_content_length;
+    uint64_t content_length;    /* when has_content_length */
     uint64_t start_ns;
     int status;                 /* status sent, for the access log and metrics */
     const char *route;          /* route pattern, set by the router, for metrics */
@@ -62,16 +76,27 @@ struct http_req {
     http_req_cb on_abort;       /* the client went away; stop producing */
     http_req_cb on_drain;       /* a paused stream may write again */
     void *cb_arg;
+    /* set by the handler of a streamed-body request (body_streaming) */
+    http_body_cb on_body;       /* a piece of the body arrived */
+    http_req_cb on_body_end;    /* the whole body arrived */
+    bool body_streaming;        /* dispatched at headers-complete; the body follows */
+    bool body_complete;         /* every byte of a streamed body was delivered */
+    bool body_paused;           /* http_body_pause() is in force */
     /* internal state */
     bool responded;             /* a status line went out */
     bool streaming;             /* chunked body in progress */
     bool finished;              /* complete; the conn may move to the next request */
     bool aborted;
     bool paused;                /* last stream write asked the producer to pause */
+    bool stream_sized;          /* streamed with Content-Length, not chunked */
+    uint64_t stream_left;       /* bytes still owed on a sized stream */
 };
 
 /* Called for every complete request. The handler must eventually complete the request. */
 typedef void (*http_dispatch_fn)(http_req *req, void *arg);
+/* Asked at headers-complete time (method, path and headers are set, the body is not):
+ * true to dispatch the request now and stream its body to the handler. */
+typedef bool (*http_body_hook_fn)(const http_req *req, void *arg);
 
 int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int port,
                       const struct http_limits *lim, http_dispatch_fn fn, void *arg,
@@ -79,6 +104,8 @@ int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int 
 /* Stop accepting, abort in-flight requests, close every connection; done runs when all
  * handles are closed. */
 void http_server_stop(http_server *s, void (*done)(void *arg), void *arg);
+/* Install the body hook (arg is the dispatch arg). Without one, every body is buffered. */
+void http_server_set_body_hook(http_server *s, http_body_hook_fn fn);
 int http_server_port(const http_server *s);    /* the bound port (useful with port 0) */
 uint64_t http_open_connections(const http_server *s);
 
@@ -97,6 +124,17 @@ int http_stream_begin(http_req *req, int status, const char *content_type,
 int http_stream_write(http_req *req, const void *data, size_t len);
 /* Sends the last chunk and completes the request. */
 void http_stream_end(http_req *req);
+/* A streamed response of known length (Content-Length, no chunking): http_stream_write
+ * sends raw bytes (anything past length is dropped) and http_stream_end completes it; if
+ * fewer than length bytes were written, the connection is closed so the client sees a
+ * short body rather than a wrong one. */
+int http_stream_begin_sized(http_req *req, int status, const char *content_type,
+                            uint64_t length, const char *extra_headers);
+
+/* Streamed request bodies: stop delivering on_body (the connection stops reading once its
+ * pending buffer is full) until http_body_resume. Both are no-ops on other requests. */
+void http_body_pause(http_req *req);
+void http_body_resume(http_req *req);
 
 const char *http_status_text(int status);
 

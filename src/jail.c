@@ -879,6 +879,17 @@ const char *jail_workspace(const jail *j)
     return j->ws;
 }
 
+uid_t jail_host_uid(const jail *j)
+{
+    /* same formula as jail_create: slot n → base+2n (its root), base+2n+1 (its user) */
+    return G.feat.root ? G.uid_base + 2 * (uid_t)j->slot + 1 : geteuid();
+}
+
+gid_t jail_host_gid(const jail *j)
+{
+    return G.feat.root ? (gid_t)(G.uid_base + 2 * (uid_t)j->slot + 1) : getegid();
+}
+
 int jail_usage(const jail *j, struct jail_usage *u)
 {
     memset(u, 0, sizeof *u);
@@ -991,6 +1002,10 @@ int jail_proc_kill(jail_proc *p, int sig)
         if (sig == SIGKILL)
             (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGCONT, NULL, 0);
         (void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+        /* Only a kill also goes to its process group (through init); any other signal
+         * must arrive once: a second SIGINT would interrupt the code's own handler. */
+        if (sig != SIGKILL)
+            return 0;
     }
     if (j->dead || j->ctl < 0)
         return p->adopted ? 0 : -ESRCH;

@@ -83,6 +83,10 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
 
 /* Host path of the sandbox's /workspace (for the files API). */
 const char *jail_workspace(const jail *j);
+/* The host uid and gid that the sandbox's user (uid/gid 1000 inside) maps to: files the
+ * daemon creates in the workspace are chowned to them so the sandbox owns them. */
+uid_t jail_host_uid(const jail *j);
+gid_t jail_host_gid(const jail *j);
 
 struct jail_usage {
     uint64_t memory_bytes;  /* cgroup memory usage */

@@ -156,16 +156,17 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
         if (e->cgroup_procs[i][0] && (rc = write_pid(e->cgroup_procs[i], getpid())))
             return rc;
     }
-    pidfd = (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
+    pidfd = o->in_pidns ? o->pidfd : (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
     if (pidfd < 0)
-        return -errno;
-    int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                CLONE_NEWCGROUP | (e->network_host ? 0 : CLONE_NEWNET);
+        return o->in_pidns ? -EBADF : -errno;
+    int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+                (o->in_pidns ? 0 : CLONE_NEWPID) | (e->network_host ? 0 : CLONE_NEWNET);
     rc = setns(pidfd, flags) < 0 ? -errno : 0;
-    close(pidfd);
+    if (!o->in_pidns)
+        close(pidfd);
     if (rc)
         return rc;
-    pid_t child = fork();
+    pid_t child = o->in_pidns ? 0 : fork();
     if (child < 0)
         return -errno;
     if (child > 0) {
@@ -175,7 +176,9 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
         }
         _exit(0);
     }
-    /* Only now is /proc/self ours: the sandbox's /proc shows its own pid namespace. */
+    /* Only now is /proc/self ours: the sandbox's /proc shows its own pid namespace.
+     * (With in_pidns the user namespace check also covers the pid namespace: the caller
+     * was created in the pid namespace of the process pidfd names.) */
     if (e->userns_ino) {
         struct stat st;
         if (stat("/proc/self/ns/user", &st) < 0)

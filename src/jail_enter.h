@@ -56,6 +56,12 @@ struct jail_enter_opts {
     const struct jail_sc_prog *seccomp;     /* compiled beforehand by the caller */
     int report_fd;                          /* the intermediate writes the grandchild's host
                                                pid here as an int32 before exiting; -1 = no */
+    /* Set when the caller was created directly in the sandbox's pid namespace (the
+     * zygote's clone after setns(CLONE_NEWPID), see src/zygote/zygote.c): no second
+     * fork, and pidfd (a pidfd of e->ns_pid, not closed here) names the namespaces to
+     * join, the same process whose pid namespace the caller was created in. */
+    bool in_pidns;
+    int pidfd;
 };
 
 /* Enter the sandbox described by e, from a single-threaded process in the host
@@ -67,6 +73,7 @@ struct jail_enter_opts {
  *      and the others with the capabilities it grants;
  *   3. fork: setns(pid) only affects children. The intermediate (this process) writes the
  *      grandchild's host pid to report_fd and _exit(0)s without returning;
+ *      with o->in_pidns there is no fork (and no pid setns): the caller already is there;
  *   4. the grandchild, now in the sandbox's pid namespace, runs jail_drop_privileges()
  *      and returns 0 to the caller.
  * The grandchild is NOT reparented to the sandbox's pid 1 when the intermediate exits:

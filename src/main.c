@@ -157,6 +157,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandboxd: %s\n", err);
         return 1;
     }
+    http_server_set_body_hook(app.server, api_stream_body);   /* file uploads stream */
     uv_signal_init(loop, &sig_term);
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);

@@ -187,6 +187,10 @@ static void handle_forked(const struct zyg_hdr *h, const char *payload)
     const char *msg = NULL;
     if (h->a <= 0)
         msg = h->len && payload[h->len - 1] == '\0' ? payload : "the zygote could not fork";
+    /* A failed context the zygote created as our child (b = its host pid): the zygote
+     * killed it and saw it exit before replying, so this does not block. */
+    if (h->a <= 0 && h->b > 0)
+        (void)waitpid((pid_t)h->b, NULL, WNOHANG);
     zyg_fork_cb cb = r->cb;
     void *arg = r->arg;
     req_free(r);

@@ -36,10 +36,13 @@ struct zyg_req {
 #define ZYG_REPORT_IS_INSIDE(v) ((v) >= 0x40000000 || (v) <= -0x40000000)
 
 /* Runs in the freshly forked child (PyOS_AfterFork_Child already called), writes the
- * records above to report_fd, and never returns: the grandchild runs
- * sandboxd_runtime.serve(3) and _exit()s with its value; any failure _exit(127)s. */
-void zyg_child_main(const struct zyg_req *r, int report_fd, const struct jail_sc_prog *prog)
-    __attribute__((noreturn));
+ * records above to report_fd, and never returns: the context runs
+ * sandboxd_runtime.serve(3) and _exit()s with its value; any failure _exit(127)s.
+ * pidfd >= 0: the child was created in the sandbox's pid namespace already (pidfd names
+ * the sandbox process whose namespaces to join; no second fork, and only the tagged
+ * record or -errno is written); -1: jail_enter() forks into it (both records). */
+void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
+                    const struct jail_sc_prog *prog) __attribute__((noreturn));
 
 /* Prepared in the zygote before any fork (zygote.c), used by the child. */
 struct zyg_python {

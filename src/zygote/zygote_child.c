@@ -9,10 +9,12 @@
  *      (dup2 onto 3 closes it); every source fd is first moved above the targets so that
  *      no dup2 can clobber another source;
  *   2. the sandbox's cgroups (join_cgroups_fast: the cheap way on cgroup v1), then
- *      jail_enter(): setns, the second fork into the sandbox's pid namespace, and
- *      in the grandchild the privilege drop (uid 1000, no capabilities, no_new_privs,
- *      seccomp, every fd but 0-3 and the report pipe closed);
- *   3. the grandchild reports its pid inside the sandbox and closes the report pipe;
+ *      jail_enter(): setns, and the privilege drop (uid 1000, no capabilities,
+ *      no_new_privs, seccomp, every fd but 0-3 and the report pipe closed). When the
+ *      zygote created this process directly in the sandbox's pid namespace (pidfd >= 0,
+ *      the usual case, see zygote.c) there is no second fork; otherwise jail_enter()
+ *      forks once more and the rest happens in the grandchild;
+ *   3. the context reports its pid inside the sandbox and closes the report pipe;
  *   4. SIGPIPE and SIGXFSZ ignored again (as python3 does at start; jail_drop_privileges
  *      reset every disposition), the environment replaced (C environ and os.environ
  *      together) and the runtime package made importable from the sandbox's path;
@@ -103,7 +105,8 @@ static PyObject *env_list(const struct zyg_req *r)
     return l;
 }
 
-void zyg_child_main(const struct zyg_req *r, int report_fd, const struct jail_sc_prog *prog)
+void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
+                    const struct jail_sc_prog *prog)
 {
     int rp = move_high(report_fd);
     if (rp < 0)
@@ -119,7 +122,7 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, const struct jail_sc
     const int keep[] = { 0, 1, 2, 3, rp };
     struct jail_enter_opts o = {
         .cwd = r->cwd, .keep_fds = keep, .nkeep = sizeof keep / sizeof keep[0],
-        .seccomp = prog, .report_fd = rp,
+        .seccomp = prog, .report_fd = rp, .in_pidns = pidfd >= 0, .pidfd = pidfd,
     };
     struct jail_entry e = r->entry;
     int rc = join_cgroups_fast(&e);
@@ -127,8 +130,8 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, const struct jail_sc
         fail(rp, rc);
     pid_t self = getpid();
     rc = jail_enter(&e, &o);
-    if (rc && getpid() == self)
-        fail(rp, rc);   /* the intermediate failed, before the second fork */
+    if (rc && (o.in_pidns || getpid() == self))
+        fail(rp, rc);   /* before the second fork (or there is none) */
     if (rc) {           /* the grandchild failed: its records are tagged */
         report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
         _exit(127);

@@ -17,7 +17,9 @@
  *                 struct jail_entry | cwd "\0" | "KEY=VALUE\0" × a
  *               fds (exactly 3): channel socket (→ fd 3), stdout (→ fd 1), stderr (→ fd 2).
  *   ZYG_FORKED  zygote → daemon.  id = the request's; a = host pid of the context (> 0)
- *               or -errno; b = the context's pid inside the sandbox (when a > 0);
+ *               or -errno; b = the context's pid inside the sandbox (when a > 0); when
+ *               a < 0, b > 0 is the host pid of a dead process the daemon must reap
+ *               (the context is created as the daemon's child, see zygote.c);
  *               payload = a NUL-terminated sentence when a < 0 (else empty).
  * Replies come in request order (the zygote serves one request at a time), but the
  * daemon matches them by id.

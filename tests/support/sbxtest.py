@@ -178,3 +178,31 @@ def sandbox(daemon, request):
     s = Sandbox(daemon, name)
     yield s
     s.delete()
+
+
+def run(daemon, sid, code, stream=False, **kw):
+    """POST …/execute; plain: the JSON body; stream: the list of (event, id, data)."""
+    body = {"code": code, **kw}
+    if not stream:
+        status, out = daemon.json("POST", "/v1/sandboxes/%s/execute" % sid, body)
+        assert status == 200, out
+        return out
+    c = daemon.conn(timeout=120)
+    c.request("POST", "/v1/sandboxes/%s/execute" % sid, json.dumps(body),
+              {"Accept": "text/event-stream", "Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.read()
+    events = sse_events(r.read())
+    c.close()
+    return events
+
+
+def context(daemon, sid, **body):
+    status, ctx = daemon.json("POST", "/v1/sandboxes/%s/contexts" % sid, body)
+    assert status == 201, ctx
+    return ctx["id"]
+
+
+def main_text(out):
+    mains = [r for r in out["results"] if r.get("isMainResult")]
+    return mains[0]["text"] if mains else None

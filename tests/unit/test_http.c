@@ -65,10 +65,79 @@ static void sse_abort(http_req *r, void *arg)
     (void)arg;
 }
 
+/* Streamed bodies: "/up…" paths are claimed by the body hook. "/up" counts the bytes,
+ * pausing after every piece and resuming from a timer (back-pressure); "/upreject"
+ * answers 413 before reading the body. */
+struct upload_state {
+    http_req *r;
+    uv_timer_t t;
+    size_t n;
+    unsigned sum;
+};
+static int up_pauses, up_aborts;
+
+static void up_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void up_resume(uv_timer_t *t)
+{
+    struct upload_state *u = t->data;
+    http_body_resume(u->r);
+}
+
+static void up_body(http_req *r, const char *data, size_t len, void *arg)
+{
+    struct upload_state *u = arg;
+    for (size_t i = 0; i < len; i++)
+        u->sum = u->sum * 31 + (unsigned char)data[i];
+    u->n += len;
+    http_body_pause(r);
+    up_pauses++;
+    uv_timer_start(&u->t, up_resume, 1, 0);
+}
+
+static void up_end(http_req *r, void *arg)
+{
+    struct upload_state *u = arg;
+    char out[64];
+    int n = snprintf(out, sizeof out, "got %zu sum %u", u->n, u->sum);
+    uv_timer_stop(&u->t);
+    http_respond(r, 200, "text/plain", out, (size_t)n, NULL);
+    uv_close((uv_handle_t *)&u->t, up_closed);
+}
+
+static void up_abort(http_req *r, void *arg)
+{
+    struct upload_state *u = arg;
+    up_aborts++;
+    uv_timer_stop(&u->t);
+    http_respond(r, 499, NULL, "", 0, NULL);
+    uv_close((uv_handle_t *)&u->t, up_closed);
+}
+
+static bool body_hook(const http_req *r, void *arg)
+{
+    (void)arg;
+    return strncmp(r->path, "/up", 3) == 0;
+}
+
 static void dispatch(http_req *r, void *arg)
 {
     (void)arg;
-    if (strcmp(r->path, "/echo") == 0) {
+    if (strcmp(r->path, "/up") == 0) {
+        struct upload_state *u = calloc(1, sizeof *u);
+        u->r = r;
+        uv_timer_init(&loop, &u->t);
+        u->t.data = u;
+        r->cb_arg = u;
+        r->on_body = up_body;
+        r->on_body_end = up_end;
+        r->on_abort = up_abort;
+    } else if (strcmp(r->path, "/upreject") == 0) {
+        http_respond_error(r, 413, "PAYLOAD_TOO_LARGE", "no thanks");
+    } else if (strcmp(r->path, "/echo") == 0) {
         http_respond(r, 200, "text/plain", r->body.data, r->body.len, NULL);
     } else if (strncmp(r->path, "/sse/", 5) == 0) {
         struct stream_state *st = calloc(1, sizeof *st);
@@ -171,6 +240,7 @@ static int setup(void **state)
     assert_int_equal(http_server_start(&srv, &loop, "127.0.0.1", 0, &lim, dispatch, NULL, err,
                                        sizeof err), 0);
     port = http_server_port(srv);
+    http_server_set_body_hook(srv, body_hook);
     uv_async_init(&loop, &stop_async, on_stop);
     uv_timer_init(&loop, &slow_timer);
     return 0;
@@ -332,11 +402,107 @@ CLIENT(sse_disconnect)
     DONE();
 }
 
+static unsigned checksum(const char *d, size_t n)
+{
+    unsigned s = 0;
+    for (size_t i = 0; i < n; i++)
+        s = s * 31 + (unsigned char)d[i];
+    return s;
+}
+
+CLIENT(stream_body)
+{
+    (void)arg;
+    /* 3 MiB, far past max_body_bytes (4096), streamed with back-pressure */
+    static char body[3 << 20];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (char)(i * 7 + (i >> 12));
+    int fd = connect_client();
+    char head[160], want[64];
+    int hn = snprintf(head, sizeof head, "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: %zu"
+                      "\r\n\r\n", sizeof body);
+    send_all(fd, head, (size_t)hn);
+    send_all(fd, body, sizeof body);
+    snprintf(want, sizeof want, "got %zu sum %u", sizeof body, checksum(body, sizeof body));
+    recv_until(fd, resp, sizeof resp, want);
+    check(strstr(resp, want) != NULL, "every byte of the streamed body, in order");
+    check(strstr(resp, "Connection: keep-alive") != NULL, "keep-alive after a streamed body");
+    check(up_pauses > 10, "the body was paused and resumed");
+    /* the same connection goes on: a chunked streamed body, then a buffered request */
+    const char *req = "PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nPOST /echo HTTP/1.1\r\n"
+                      "Content-Length: 4\r\n\r\nnext";
+    send_all(fd, req, strlen(req));
+    snprintf(want, sizeof want, "got 5 sum %u", checksum("abcde", 5));
+    recv_until(fd, resp, sizeof resp, "next");
+    check(strstr(resp, want) != NULL, "chunked streamed body");
+    check(strstr(resp, want) < strstr(resp, "next"), "pipelined request after it, in order");
+    /* an empty streamed body still ends */
+    req = "PUT /up HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, "got 0 ");
+    check(strstr(resp, "got 0 sum 0") != NULL, "empty streamed body");
+    close(fd);
+    DONE();
+}
+
+CLIENT(stream_body_early_answer)
+{
+    (void)arg;
+    /* answered before the body: the client still reads the answer, then the close */
+    static char body[200000];
+    memset(body, 'z', sizeof body);
+    int fd = connect_client();
+    char head[160];
+    int hn = snprintf(head, sizeof head, "PUT /upreject HTTP/1.1\r\nContent-Length: %zu"
+                      "\r\n\r\n", sizeof body);
+    send_all(fd, head, (size_t)hn);
+    send_all(fd, body, sizeof body);
+    recv_until(fd, resp, sizeof resp, NULL);   /* until the server closes */
+    check(strstr(resp, "413 Payload Too Large") != NULL, "early 413 delivered");
+    check(strstr(resp, "Connection: close") != NULL, "early answer closes the connection");
+    close(fd);
+    /* with Expect: 100-continue the body is never asked for */
+    fd = connect_client();
+    const char *req = "PUT /upreject HTTP/1.1\r\nExpect: 100-continue\r\n"
+                      "Content-Length: 99999999\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, NULL);
+    check(strstr(resp, "100 Continue") == NULL && strstr(resp, "413") != NULL,
+          "no 100 Continue before an early answer");
+    close(fd);
+    DONE();
+}
+
+CLIENT(stream_body_stall)
+{
+    (void)arg;
+    /* a client that stops halfway is dropped after header_timeout_ms; the handler hears */
+    int fd = connect_client();
+    const char *req = "PUT /up HTTP/1.1\r\nContent-Length: 1000\r\n\r\nhalf";
+    send_all(fd, req, strlen(req));
+    recv_until(fd, resp, sizeof resp, NULL);
+    close(fd);
+    usleep(50000);
+    check(up_aborts == 1, "the handler's on_abort ran once");
+    /* a client that half-closes mid-body: aborted too */
+    fd = connect_client();
+    send_all(fd, req, strlen(req));
+    shutdown(fd, SHUT_WR);
+    recv_until(fd, resp, sizeof resp, NULL);
+    close(fd);
+    usleep(50000);
+    snprintf(resp, sizeof resp, "%d aborts", up_aborts);
+    check(up_aborts == 2, "half-close mid-body aborts");
+    DONE();
+}
+
 #define TEST(name)                                                                       \
     static void name(void **state)                                                       \
     {                                                                                    \
         (void)state;                                                                     \
         failures = 0;                                                                    \
+        up_pauses = up_aborts = 0;                                                       \
         setup(NULL);                                                                     \
         run_with_client(name##_client);                                                  \
         teardown(NULL);                                                                  \
@@ -350,6 +516,9 @@ TEST(limits)
 TEST(max_connections)
 TEST(sse_backpressure)
 TEST(sse_disconnect)
+TEST(stream_body)
+TEST(stream_body_early_answer)
+TEST(stream_body_stall)
 
 int main(void)
 {
@@ -364,6 +533,9 @@ int main(void)
         cmocka_unit_test(max_connections),
         cmocka_unit_test(sse_backpressure),
         cmocka_unit_test(sse_disconnect),
+        cmocka_unit_test(stream_body),
+        cmocka_unit_test(stream_body_early_answer),
+        cmocka_unit_test(stream_body_stall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

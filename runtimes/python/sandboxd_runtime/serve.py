@@ -5,7 +5,7 @@ Called once in each (forked) context process. It:
 * makes the channel fd close-on-exec (``!cmd`` and subprocesses never see it);
 * reseeds ``random`` and numpy's global generator from the OS (a forked child
   would otherwise repeat the zygote's sequence);
-* points sys.stdout/sys.stderr at fd 1/2 with write-through (see stdio);
+* sends sys.stdout/sys.stderr writes as channel messages (see stdio);
 * makes ``input()`` and ``getpass()`` raise StdinNotImplementedError (a
   context never reads stdin, and never reads the channel for input);
 * installs the SIGINT handling (see interrupts);
@@ -28,6 +28,11 @@ from . import interrupts, stdio
 from .channel import Channel
 from .preload import preload
 from .runner import Runner
+from .shell import create
+
+# Computed once (before fork, in the zygote): platform.python_version() parses
+# sys.version on each call.
+_VERSION = platform.python_version()
 
 _NO_STDIN = "input() is not supported in sandboxd contexts: there is no stdin"
 
@@ -49,14 +54,13 @@ def serve(fd=3):
     os.set_inheritable(fd, False)
     preload()
     _reseed()
-    stdio.install()
+    channel = Channel(fd)
+    stdio.install(channel.send)
     builtins.input = getpass.getpass = _no_input
     interrupts.install()
-    from .shell import create
-    channel = Channel(fd)
     runner = Runner(create(), channel)
     channel.send({"type": "ready", "language": "python",
-                  "version": platform.python_version(), "pid": os.getpid()})
+                  "version": _VERSION, "pid": os.getpid()})
     for message in channel.messages():
         if message.get("type") == "execute":
             runner.execute(message)

@@ -1,13 +1,16 @@
 """Process-level stdout/stderr for a context.
 
-fd 1 and fd 2 are the daemon's pipes. ``install()`` replaces ``sys.stdout`` and
-``sys.stderr`` with text streams that push every write through to the fd at
-once (so Python output, C-extension output and ``!cmd`` output interleave in
-the order they happened) and never raise on unencodable text: a character that
-cannot be encoded (a lone surrogate) is written as U+FFFD, the same thing the
-daemon does with invalid UTF-8. ``flush()`` flushes whatever ``sys.stdout`` and
-``sys.stderr`` currently are (user code may have replaced them); the channel
-calls it before sending any message (the protocol's ordering rule).
+fd 1 and fd 2 are the daemon's pipes. ``install(send)`` replaces ``sys.stdout``
+and ``sys.stderr`` with text streams whose writes travel as ``stream`` messages
+on the channel (``send``), so Python-level output is ordered exactly with the
+results and errors that travel there too (a figure shown between two prints
+arrives between them). Bytes written below Python — C extensions, ``os.write``,
+subprocesses, ``sys.stdout.buffer`` — still go to the fd; the daemon drains the
+pipes before it handles each channel message, so they come before any message
+sent after them. Unencodable text (a lone surrogate) becomes U+FFFD, as the
+daemon does with invalid UTF-8. Without ``send`` the streams write through to
+the fd. ``flush()`` flushes whatever ``sys.stdout`` and ``sys.stderr`` currently
+are (user code may have replaced them); the channel calls it before sending.
 """
 
 import codecs
@@ -34,10 +37,48 @@ def _open(fd):
                          errors=_ERRORS, write_through=True)
 
 
-def install():
-    """Point sys.stdout/sys.stderr (and their __dunder__ twins) at fd 1/2."""
-    sys.stdout = sys.__stdout__ = _open(1)
-    sys.stderr = sys.__stderr__ = _open(2)
+class _ChannelStream(io.TextIOBase):
+    """A text stream sent as channel messages; its binary side is the fd."""
+
+    encoding = "utf-8"
+    errors = _ERRORS
+
+    def __init__(self, name, fd, send):
+        super().__init__()
+        self._name = name
+        self._fd = fd
+        self._send = send
+        self.buffer = io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self._fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if s:
+            self._send({"type": "stream", "name": self._name, "text": s})
+        return len(s)
+
+    def flush(self):
+        self.buffer.flush()
+
+
+def install(send=None):
+    """Point sys.stdout/sys.stderr (and their __dunder__ twins) at the channel
+    (``send``) or, without it, straight at fd 1/2."""
+    if send is None:
+        sys.stdout = sys.__stdout__ = _open(1)
+        sys.stderr = sys.__stderr__ = _open(2)
+        return
+    sys.stdout = sys.__stdout__ = _ChannelStream("stdout", 1, send)
+    sys.stderr = sys.__stderr__ = _ChannelStream("stderr", 2, send)
 
 
 def flush():

@@ -125,8 +125,11 @@ class Context:
         events = []
         while True:
             msg = self.next_message(timeout, events)
-            assert msg.get("id") == exec_id, msg
             kind = msg["type"]
+            if kind == "stream":        # Python-level output travels on the channel
+                events.append((msg["name"], msg["text"]))
+                continue
+            assert msg.get("id") == exec_id, msg
             if kind == "end":
                 events.append(("end", msg["executionCount"]))
                 return Run(events)

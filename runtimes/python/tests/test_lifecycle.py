@@ -29,14 +29,16 @@ def test_sigint_interrupts_a_run_and_keeps_state(fresh):
     fresh.run("kept = 41")
     fresh.send({"type": "execute", "id": "loop", "code":
                 "import time\nprint('started')\nwhile True:\n    time.sleep(0.01)"})
-    events = []
-    while "started" not in "".join(e[1] for e in events):
-        fresh._drain("stdout", events)
-        time.sleep(0.01)
+    seen = []                        # print() output travels on the channel
+    while "started\n" not in "".join(m.get("text", "") for m in seen):
+        seen.append(fresh.next_message())
+        assert seen[-1]["type"] == "stream", seen
     fresh.proc.send_signal(signal.SIGINT)
     run = fresh.collect("loop")
     assert run.error["name"] == "KeyboardInterrupt" and run.error["message"] == ""
-    assert run.error["traceback"][1] == '  File "<cell>", line 4, in <module>'
+    # the interrupt lands in the loop (or, rarely, as print() returns): a line of the cell
+    assert run.error["traceback"][1] in ['  File "<cell>", line %d, in <module>' % n
+                                         for n in (2, 3, 4)]
     assert fresh.run("kept + 1").main["text"] == "42"
 
 

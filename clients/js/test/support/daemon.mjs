@@ -1,0 +1,56 @@
+// daemon.mjs — starts a real sandboxd for a test file and stops it.
+//
+// The binary is $SANDBOXD_BUILD/sandboxd (default ../../build relative to the package). It
+// listens on port 0 with a fresh state directory; the URL comes from its stderr line
+// "listening on http://127.0.0.1:PORT". stop() sends SIGTERM, waits for the exit (SIGKILL after
+// 10 s) and removes the state directory.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const buildDir = resolve(process.env.SANDBOXD_BUILD ?? join(here, "..", "..", "..", "..", "build"));
+
+export async function startDaemon(extraArgs = []) {
+  const stateDir = mkdtempSync(join(tmpdir(), "sandboxd-js-"));
+  const proc = spawn(join(buildDir, "sandboxd"),
+    ["--listen", "127.0.0.1:0", "--state-dir", stateDir, "--log-level", "warn", ...extraArgs],
+    { stdio: ["ignore", "ignore", "pipe"], cwd: process.env.SANDBOXD_CWD });
+  let log = "";
+  const url = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`sandboxd did not start in 20 s:\n${log}`)), 20000);
+    proc.stderr.setEncoding("utf8");
+    proc.stderr.on("data", (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/\S+)/.exec(log);
+      if (m) { clearTimeout(timer); ok(m[1]); }
+    });
+    proc.on("error", (e) => { clearTimeout(timer); fail(e); });
+    proc.on("exit", (code) => { clearTimeout(timer); fail(new Error(`sandboxd exited (${code}):\n${log}`)); });
+  });
+  proc.stderr.resume();
+  return {
+    url,
+    log: () => log,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((ok) => proc.once("exit", ok));
+        proc.kill("SIGTERM");
+        const t = setTimeout(() => proc.kill("SIGKILL"), 10000);
+        await exited;
+        clearTimeout(t);
+      }
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** True when the daemon serves `path` (a route it does not know answers NOT_FOUND "no such route"). */
+export async function serves(url, path) {
+  const res = await fetch(url + path);
+  if (res.status !== 404) return true;
+  const body = await res.json().catch(() => ({}));
+  return !(body.code === "NOT_FOUND" && /no such route/.test(body.message ?? ""));
+}

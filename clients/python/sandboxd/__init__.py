@@ -1,0 +1,29 @@
+"""sandboxd: Python SDK for the sandboxd code-interpreter daemon (standard library only).
+
+    from sandboxd import Sandbox
+    sbx = Sandbox("http://127.0.0.1:7878", "demo")
+    ex = sbx.run_code("x = 41\nx + 1", on_stdout=print)
+    print(ex.text)            # "42"
+
+See README.md for the whole surface; `sandboxd.errors` for the exceptions.
+"""
+from .errors import (AuthenticationError, ConflictError, ConnectionFailedError,
+                     ContextNotFoundError, InternalError, InvalidJSONError,
+                     LanguageUnavailableError, LimitReachedError, MethodNotAllowedError,
+                     NotFoundError, PayloadTooLargeError, ProcessNotFoundError, ProtocolError,
+                     SandboxdError, SandboxFileNotFoundError, SandboxNotFoundError,
+                     ValidationError)
+from .models import (CodeRaisedError, CommandResult, Execution, ExecutionError, Logs, Record,
+                     Result)
+from .sandbox import Sandbox
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox", "Execution", "Result", "Logs", "ExecutionError", "CommandResult", "Record",
+    "CodeRaisedError", "SandboxdError", "ConnectionFailedError", "ProtocolError",
+    "ValidationError", "InvalidJSONError", "AuthenticationError", "NotFoundError",
+    "SandboxNotFoundError", "ContextNotFoundError", "SandboxFileNotFoundError",
+    "ProcessNotFoundError", "MethodNotAllowedError", "ConflictError", "PayloadTooLargeError",
+    "LimitReachedError", "InternalError", "LanguageUnavailableError",
+]
