@@ -41,6 +41,7 @@ test: build
 	$(MAKE) --no-print-directory e2e BUILD=$(BUILD)
 
 bench: build
+	@scripts/install-deps --bench
 	/usr/bin/python3 bench/run.py --build $(abspath $(BUILD))
 
 # libFuzzer targets for the HTTP parser and the API's JSON validation (clang).

@@ -31,6 +31,7 @@ struct app {
     uint64_t started_ns;
     struct lang_status langs[3];    /* python, javascript, typescript */
     char runtimes_dir[600];         /* host dir of runtimes/ */
+    bool node_probed;               /* api_probe_node() has an answer */
 };
 
 struct sandbox;

@@ -227,9 +227,11 @@ static void run_answer(struct ctx_run *r)
             buf b;
             buf_init(&b, (s ? strlen(s) : 0) + 64);
             /* durationMs spliced in by hand: jansson would print 17 significant digits */
+            char hdr[80];
+            snprintf(hdr, sizeof hdr, "X-Context-Id: %s\r\n", c->id);
             if (s && buf_append(&b, s, strlen(s) - 1) == 0 &&
                 buf_printf(&b, ",\"durationMs\":%.3f}", ms) == 0)
-                http_respond(r->req, 200, "application/json", b.data, b.len, NULL);
+                http_respond(r->req, 200, "application/json", b.data, b.len, hdr);
             else
                 http_respond_error(r->req, 500, "INTERNAL_ERROR", "cannot encode the result");
             buf_free(&b);
@@ -1196,7 +1198,9 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
     req->cb_arg = r;
     if (req->want_sse) {
         r->streaming = true;
-        sse_begin(&r->sse, req);
+        char hdr[80];
+        snprintf(hdr, sizeof hdr, "X-Context-Id: %s\r\n", c->id);
+        sse_begin_with(&r->sse, req, hdr);
     }
     (void)app;
     if (c->q_tail)

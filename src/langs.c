@@ -71,6 +71,7 @@ static void probe_exit(uv_process_t *p, int64_t status, int sig)
                                  "(run scripts/install-deps)");
     else
         set_node(pr->app, true, pr->buf + 1);
+    pr->app->node_probed = true;
     uv_close((uv_handle_t *)&pr->proc, probe_closed);
     uv_close((uv_handle_t *)&pr->out, probe_closed);
 }
@@ -78,11 +79,13 @@ static void probe_exit(uv_process_t *p, int64_t status, int sig)
 void api_probe_node(struct app *app)
 {
     set_node(app, false, NODE " was not found");
+    app->node_probed = true;    /* until a probe runs, the answer above stands */
     if (access(NODE, X_OK) != 0)
         return;
     struct probe *pr = calloc(1, sizeof *pr);
     if (!pr)
         return;
+    app->node_probed = false;
     pr->app = app;
     uv_pipe_init(app->loop, &pr->out, 0);
     pr->out.data = pr;
@@ -98,6 +101,7 @@ void api_probe_node(struct app *app)
     int rc = uv_spawn(app->loop, &pr->proc, &o);
     if (rc) {
         log_warn("cannot run %s --version: %s", NODE, uv_strerror(rc));
+        app->node_probed = true;
         uv_close((uv_handle_t *)&pr->out, probe_closed);
         pr->closed++;
         return;

@@ -143,6 +143,9 @@ int main(int argc, char **argv)
     if ((rc = zyg_start(loop, &zc, err, sizeof err)))
         log_error("Python contexts are unavailable: %s", err);
     api_probe_node(&app);
+    /* answer health and context requests only once Node's availability is known */
+    for (uint64_t t0 = uv_hrtime(); !app.node_probed && uv_hrtime() - t0 < 5000000000ULL;)
+        uv_run(loop, UV_RUN_ONCE);
     struct http_limits lim = {
         .max_header_bytes = cfg.max_header_bytes,
         .max_body_bytes = cfg.max_body_bytes,

@@ -5,14 +5,22 @@
 #include "sse.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+int sse_begin_with(sse *s, http_req *req, const char *extra)
+{
+    char headers[512];
+    snprintf(headers, sizeof headers, "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n%s",
+             extra ? extra : "");
+    s->req = req;
+    s->next_id = 1;
+    return http_stream_begin(req, 200, "text/event-stream", headers);
+}
 
 int sse_begin(sse *s, http_req *req)
 {
-    s->req = req;
-    s->next_id = 1;
-    return http_stream_begin(req, 200, "text/event-stream",
-                             "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
+    return sse_begin_with(s, req, NULL);
 }
 
 int sse_event(sse *s, const char *type, const char *json, size_t len)

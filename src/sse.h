@@ -19,6 +19,8 @@ typedef struct sse {
 } sse;
 
 int sse_begin(sse *s, http_req *req);
+/* The same with more response headers ("Name: value\r\n" lines). */
+int sse_begin_with(sse *s, http_req *req, const char *extra_headers);
 /* 0: go on; 1: pause until req->on_drain; -EPIPE: the client is gone. */
 int sse_event(sse *s, const char *type, const char *json, size_t len);
 /* An output event {"text":"…"} from raw bytes, escaped with a carry across chunks. */

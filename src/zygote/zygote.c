@@ -260,6 +260,17 @@ fail:
 
 static int start_python(char *err, size_t errlen)
 {
+    /* UTF-8 mode: open(), stdio and the filesystem use UTF-8 whatever the daemon's locale
+     * (contexts run with LANG=C.UTF-8, but the encoding is fixed here, before fork). */
+    PyPreConfig pre;
+    PyPreConfig_InitIsolatedConfig(&pre);
+    pre.utf8_mode = 1;
+    PyStatus pst = Py_PreInitialize(&pre);
+    if (PyStatus_Exception(pst)) {
+        snprintf(err, errlen, "Python pre-initialisation failed: %s",
+                 pst.err_msg ? pst.err_msg : "?");
+        return -EINVAL;
+    }
     PyConfig c;
     PyConfig_InitIsolatedConfig(&c);   /* no user site, no PYTHON* vars, no signal handlers */
     c.site_import = 1;                 /* Debian's dist-packages and its .pth files */

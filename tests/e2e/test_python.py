@@ -310,3 +310,9 @@ def test_context_is_sandboxed(d, sb, ctx):
     out = run(d, sb.id, "os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]) < 12",
               context=ctx)
     assert main_text(out) == "(1000, True)"
+
+
+def test_text_files_are_utf8(d, sb, ctx):
+    sb.sh("printf 'caf\\303\\251\\n' > /workspace/utf8.txt")
+    out = run(d, sb.id, "open('/workspace/utf8.txt').read()", context=ctx)
+    assert out["error"] is None and main_text(out) == "'café\\n'"
