@@ -45,10 +45,13 @@ target_link_libraries(sandboxd-init PRIVATE jailenter)
 set_target_properties(sandboxd-init PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
 # Static so that it runs from /workspace inside a sandbox whatever libraries are bound.
-add_executable(hostile-probe ${JAIL_ROOT}/tests/hostile/probe.c)
-target_compile_options(hostile-probe PRIVATE ${SBX_WARNINGS})
-target_link_options(hostile-probe PRIVATE -static)
-set_target_properties(hostile-probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+# (Not in sanitizer builds: ASan cannot link statically.)
+if(NOT SANITIZE)
+  add_executable(hostile-probe ${JAIL_ROOT}/tests/hostile/probe.c)
+  target_compile_options(hostile-probe PRIVATE ${SBX_WARNINGS})
+  target_link_options(hostile-probe PRIVATE -static)
+  set_target_properties(hostile-probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+endif()
 
 add_executable(jail-smoke ${JAIL_ROOT}/tests/unit/jail_smoke.c)
 target_compile_options(jail-smoke PRIVATE ${SBX_WARNINGS})
