@@ -650,7 +650,7 @@ static void zyg_forked(pid_t pid, pid_t ns_pid, const char *msg, void *arg)
         p->nspid = ns_pid;
         if (!p->ctx)
             proc_kill(p);   /* deleted while it was being forked */
-        else if (jail_adopt(p->ctx->sb->jail, ns_pid, proc_exit_cb, p, &p->jp))
+        else if (jail_adopt_child(p->ctx->sb->jail, pid, ns_pid, proc_exit_cb, p, &p->jp))
             p->jp = NULL;   /* already gone: its channel's EOF will tell */
     } else if (p->ctx) {
         log_warn("context %s: the zygote could not fork it: %s", p->ctx->id, msg ? msg : "");

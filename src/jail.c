@@ -1020,24 +1020,9 @@ pid_t jail_proc_pid(const jail_proc *p)
     return p->pid;
 }
 
-int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out)
+/* Track a process of the sandbox through a pidfd we hold (taken over: fd). */
+static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out)
 {
-    *out = NULL;
-    if (j->destroying || j->dead)
-        return -ESRCH;
-    struct jp_hdr h = { .type = JP_ADOPT, .id = ++j->next_id, .a = ns_pid }, r;
-    int fd = -1;
-    int rc = ctl_send(j, &h, NULL, NULL, 0);
-    if (!rc)
-        rc = ctl_wait(j, JP_ADOPTED, h.id, &r, &fd, NULL, 0, REPLY_TIMEOUT_MS);
-    schedule_flush(j);
-    if (rc)
-        return rc;
-    if (r.a < 0 || fd < 0) {
-        if (fd >= 0)
-            close(fd);
-        return r.a < 0 ? r.a : -EPROTO;
-    }
     jail_proc *p = calloc(1, sizeof *p);
     if (!p) {
         close(fd);
@@ -1056,6 +1041,41 @@ int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **ou
     uv_poll_start(&p->poll, UV_READABLE, on_adopt_poll);
     *out = p;
     return 0;
+}
+
+int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out)
+{
+    *out = NULL;
+    if (j->destroying || j->dead)
+        return -ESRCH;
+    struct jp_hdr h = { .type = JP_ADOPT, .id = ++j->next_id, .a = ns_pid }, r;
+    int fd = -1;
+    int rc = ctl_send(j, &h, NULL, NULL, 0);
+    if (!rc)
+        rc = ctl_wait(j, JP_ADOPTED, h.id, &r, &fd, NULL, 0, REPLY_TIMEOUT_MS);
+    schedule_flush(j);
+    if (rc)
+        return rc;
+    if (r.a < 0 || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return r.a < 0 ? r.a : -EPROTO;
+    }
+    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+}
+
+int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
+                     jail_proc **out)
+{
+    *out = NULL;
+    if (j->destroying || j->dead)
+        return -ESRCH;
+    /* Our own child: its pid cannot be reused before we reap it, so no race here. */
+    int fd = (int)syscall(SYS_pidfd_open, host_pid, 0);
+    if (fd < 0)
+        return -errno;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
 }
 
 /* ---- global ------------------------------------------------------------------------- */

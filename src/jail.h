@@ -138,4 +138,9 @@ int jail_entry_info(const jail *j, struct jail_entry *e);
  * exit is reported (cb) like a spawned one. ns_pid is its pid inside the sandbox. */
 int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out);
 
+/* The same for a process that is already the daemon's own child (a zygote context,
+ * created with CLONE_PARENT): no round trip to the sandbox's init. */
+int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
+                     jail_proc **out);
+
 #endif
