@@ -61,8 +61,12 @@ static void sse_pump(http_req *r, void *arg)
 
 static void sse_abort(http_req *r, void *arg)
 {
+    /* the client left while the stream was paused: complete the request (the handler's
+     * duty, see http.h) and free the producer */
+    struct stream_state *st = arg;
     (void)r;
-    (void)arg;
+    sse_end(&st->s);
+    free(st);
 }
 
 /* Streamed bodies: "/up…" paths are claimed by the body hook. "/up" counts the bytes,
