@@ -25,7 +25,8 @@ endif()
 add_library(jailenter STATIC
   ${JAIL_ROOT}/src/seccomp.c
   ${JAIL_ROOT}/src/jail_enter.c
-  ${JAIL_ROOT}/src/jail_proto.c)
+  ${JAIL_ROOT}/src/jail_proto.c
+  ${JAIL_ROOT}/src/fdmsg.c)
 target_include_directories(jailenter PUBLIC ${JAIL_ROOT}/src)
 target_compile_options(jailenter PRIVATE ${SBX_WARNINGS})
 target_link_libraries(jailenter PUBLIC PkgConfig::SECCOMP)

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stamp.h"
 #include "api.h"
 #include "files.h"
 #include "jsonx.h"
@@ -314,11 +315,8 @@ void api_files_put(struct app *app, http_req *req, const route_params *p)
     }
     if (rc >= 0) {
         snprintf(u->name, sizeof u->name, "%s", name);
-        unsigned char r[8];
-        if (getrandom(r, sizeof r, 0) != sizeof r)
-            memset(r, 0, sizeof r);
-        snprintf(u->tmp, sizeof u->tmp, ".sbx-upload-%02x%02x%02x%02x%02x%02x%02x%02x", r[0],
-                 r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+        if (stamp_id(u->tmp, sizeof u->tmp, ".sbx-upload-"))
+            snprintf(u->tmp, sizeof u->tmp, ".sbx-upload-%d", u->fd);
         u->fd = openat(u->dir, u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        0644);
         rc = u->fd < 0 ? -errno : 0;

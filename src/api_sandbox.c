@@ -6,12 +6,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
+#include "stamp.h"
 
 /* Parse a create body and create; answers the request in every case. */
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
@@ -95,14 +95,11 @@ void api_sandbox_put(struct app *app, http_req *req, const route_params *p)
 void api_sandbox_post(struct app *app, http_req *req, const route_params *p)
 {
     (void)p;
-    unsigned char rnd[8];
     char id[32];
-    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+    if (stamp_id(id, sizeof id, "sbx-")) {
         http_respond_error(req, 500, "INTERNAL_ERROR", "no randomness for an id");
         return;
     }
-    snprintf(id, sizeof id, "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     create(app, req, id, false);
 }
 

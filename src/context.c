@@ -13,6 +13,7 @@
  * channel message is handled only after both pipes have been drained (drain_output), so
  * what was printed before a result reaches the client before it.
  */
+#include "stamp.h"
 #include "context.h"
 
 #include <errno.h>
@@ -21,11 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "escape.h"
@@ -109,33 +107,6 @@ static struct app *APP;
 
 /* ---- helpers ---- */
 
-static uint64_t now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-static void iso8601(uint64_t ms, char *out, size_t n)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    size_t l = strlen(out);
-    snprintf(out + l, n - l, ".%03uZ", (unsigned)(ms % 1000));
-}
-
-static int new_id(char *out, size_t n, const char *prefix)
-{
-    unsigned char r[8];
-    if (getrandom(r, sizeof r, 0) != sizeof r)
-        return -EIO;
-    snprintf(out, n, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4],
-             r[5], r[6], r[7]);
-    return 0;
-}
-
 int ctx_parse_lang(const char *s)
 {
     static const struct { const char *name; int lang; } ALIASES[] = {
@@ -152,8 +123,8 @@ int ctx_parse_lang(const char *s)
 static json_t *ctx_to_json(const struct context *c)
 {
     char created[40], used[40];
-    iso8601(c->created_ms, created, sizeof created);
-    iso8601(c->last_used_ms, used, sizeof used);
+    stamp_iso8601(c->created_ms, created, sizeof created);
+    stamp_iso8601(c->last_used_ms, used, sizeof used);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "id", c->id, "language",
                      LANG_NAMES[c->lang], "cwd", c->cwd, "createdAt", created, "lastUsed", used,
                      "executionCount", c->exec_count, "state",
@@ -546,7 +517,7 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         uv_timer_stop(&c->timer);
         c->cur = NULL;
         c->state = ST_IDLE;
-        c->last_used_ms = now_ms();
+        c->last_used_ms = stamp_now_ms();
         run_answer(r);
         answer_waiters(c, W_INTERRUPT, true, NULL);
         run_next(c);
@@ -908,7 +879,7 @@ static int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const js
         return -EMFILE;
     }
     struct context *c = calloc(1, sizeof *c);
-    if (!c || new_id(c->id, sizeof c->id, "ctx-")) {
+    if (!c || stamp_id(c->id, sizeof c->id, "ctx-")) {
         free(c);
         return -ENOMEM;
     }
@@ -917,7 +888,7 @@ static int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const js
     c->is_default = is_default;
     snprintf(c->cwd, sizeof c->cwd, "%s", cwd);
     c->env = env ? json_deep_copy(env) : json_object();
-    c->created_ms = c->last_used_ms = now_ms();
+    c->created_ms = c->last_used_ms = stamp_now_ms();
     uv_timer_init(APP->loop, &c->timer);
     c->timer.data = c;
     int rc = proc_start(c, err, errlen);
@@ -1179,7 +1150,7 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
         return;
     }
     struct ctx_run *r = calloc(1, sizeof *r);
-    if (!r || new_id(r->id, sizeof r->id, "exe-")) {
+    if (!r || stamp_id(r->id, sizeof r->id, "exe-")) {
         free(r);
         json_decref(body);
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");

@@ -16,6 +16,7 @@
  * handles are closed. The sandbox-destroy hook only detaches the procs: the jail kills
  * every process and reports each exit before the sandbox is gone.
  */
+#include "stamp.h"
 #include "process.h"
 
 #include <errno.h>
@@ -24,9 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "exec.h"
@@ -101,23 +99,6 @@ static uint64_t log_cap;
 
 /* ---- helpers ---- */
 
-static uint64_t now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-static void iso8601(uint64_t ms, char *out, size_t n)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    size_t l = strlen(out);
-    snprintf(out + l, n - l, ".%03uZ", (unsigned)(ms % 1000));
-}
-
 /* ---- rings ---- */
 
 /* Append, dropping the oldest bytes past the cap. Memory grows (doubling) until the cap;
@@ -174,14 +155,14 @@ static size_t ring_span(const struct ring *r, uint64_t from, size_t max, const c
 static json_t *proc_json(const struct proc *p)
 {
     char started[40], ended[40];
-    iso8601(p->started_ms, started, sizeof started);
+    stamp_iso8601(p->started_ms, started, sizeof started);
     json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "id", p->id, "pid", (int)p->pid,
                           "command", p->command, "cwd", p->cwd, "status",
                           p->exited ? "exited" : "running", "startedAt", started);
     if (j && p->exited) {
         const char *sig;
         int code = exec_exit_code(p->status, &sig);
-        iso8601(p->ended_ms, ended, sizeof ended);
+        stamp_iso8601(p->ended_ms, ended, sizeof ended);
         json_object_set_new(j, "exitCode", json_integer(code));
         json_object_set_new(j, "endedAt", json_string(ended));
         if (sig) {
@@ -406,7 +387,7 @@ static void exit_cb(jail_proc *jp, int status, void *arg)
     p->exited = true;
     p->status = status;
     p->jp = NULL;
-    p->ended_ms = now_ms();
+    p->ended_ms = stamp_now_ms();
     if (p->io[0].open || p->io[1].open)
         uv_timer_start(&p->timer, timer_cb, DRAIN_GRACE_MS, 0);
     proc_finish(p);
@@ -521,10 +502,9 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     struct proc *p = calloc(1, sizeof *p);
     char **envp = sbx_environ(sb, env, NULL);
     int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, nul = -1;
-    unsigned char rnd[8];
     if (!p || !envp || !(p->command = strdup(command)) || pipe2(po, O_CLOEXEC) ||
         pipe2(pe, O_CLOEXEC) || (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
-        getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+        stamp_id(p->id, sizeof p->id, "proc-")) {
         int e = errno;
         for (int i = 0; i < 2; i++) {
             if (po[i] >= 0) close(po[i]);
@@ -541,8 +521,6 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
                            strerror(e));
         return;
     }
-    snprintf(p->id, sizeof p->id, "proc-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     snprintf(p->cwd, sizeof p->cwd, "%s", cwd);
     const char *argv[] = { "/bin/sh", "-c", command, NULL };
     struct jail_spawn_opts so = {
@@ -571,7 +549,7 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
         return;
     }
     p->pid = jail_proc_pid(p->jp);
-    p->started_ms = now_ms();
+    p->started_ms = stamp_now_ms();
     uv_timer_init(app->loop, &p->timer);
     p->timer.data = p;
     p->handles++;

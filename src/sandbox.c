@@ -3,14 +3,13 @@
  * creation-ordered list for listing, the per-sandbox limits, and the environment
  * allow-list every process in a sandbox starts from.
  */
+#include "stamp.h"
 #include "sandbox.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 
 #include "jsonx.h"
 #include "log.h"
@@ -109,13 +108,6 @@ int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size
     return 0;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
                const json_t *env, sandbox **out, char *err, size_t errlen)
 {
@@ -132,7 +124,7 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
     s->limits = *lim;
     s->network_host = network_host;
     s->env = env ? json_deep_copy(env) : json_object();
-    s->created_ms = now_ms();
+    s->created_ms = stamp_now_ms();
     struct jail_opts jo = {
         .id = id,
         .network_host = network_host,
@@ -317,20 +309,10 @@ int sbx_resolve_cwd(const char *in, char *out, size_t outlen, char *err, size_t 
     return 0;
 }
 
-static void iso8601(uint64_t ms, char *out, size_t n)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    size_t l = strlen(out);
-    snprintf(out + l, n - l, ".%03uZ", (unsigned)(ms % 1000));
-}
-
 json_t *sbx_to_json(const sandbox *s)
 {
     char created[40];
-    iso8601(s->created_ms, created, sizeof created);
+    stamp_iso8601(s->created_ms, created, sizeof created);
     struct jail_usage u = { 0, 0 };
     jail_usage(s->jail, &u);
     return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
