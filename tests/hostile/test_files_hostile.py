@@ -80,7 +80,9 @@ def test_swap_race_never_escapes(sandbox, host_secret):
               "    t = targets[i %% 3]; i += 1\n"
               "    try:\n"
               "        os.rename('real', 'hold'); os.symlink(t, 'real')\n"
+              "        time.sleep(0.0005)\n"   # hold each state a moment: both get hit
               "        os.unlink('real'); os.rename('hold', 'real')\n"
+              "        time.sleep(0.0005)\n"
               "    except OSError:\n"
               "        pass\n" % (host_secret, host_secret))
     sandbox.sh("cat > /workspace/swap.py <<'EOF'\n%sEOF" % script)
@@ -89,11 +91,18 @@ def test_swap_race_never_escapes(sandbox, host_secret):
     assert status == 201
     seen = {"ok": 0, "refused": 0}
     leaks = []
-    stop = time.time() + 4
+    # at least 4 s, and on until both outcomes were seen (bounded: a slow build, ASan)
+    start = time.time()
+    stop = start + 4
+
+    def going():
+        now = time.time()
+        return now < stop or (now < start + 20 and not (seen["ok"] and seen["refused"]))
+
 
     def hammer(paths):
         c = sandbox.d.conn(timeout=10)
-        while time.time() < stop:
+        while going():
             for p in paths:
                 c.request("GET", files(sandbox, p))
                 r = c.getresponse()
@@ -116,7 +125,7 @@ def test_swap_race_never_escapes(sandbox, host_secret):
 
     def writer():
         c = sandbox.d.conn(timeout=10)
-        while time.time() < stop:
+        while going():
             c.request("PUT", files(sandbox, "real/w"), body=b"w")
             r = c.getresponse()
             r.read()
