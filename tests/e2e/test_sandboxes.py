@@ -101,3 +101,42 @@ def test_delete_removes_workspace_and_processes(daemon):
             except OSError:
                 continue
             assert b"1000.4242" not in cmd, "a sandbox process survived its deletion"
+
+
+def _procs_with(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if marker in open("/proc/%s/cmdline" % pid, "rb").read():
+                    found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def test_restart_after_a_crash_cleans_up():
+    """A daemon killed with SIGKILL cleans nothing; its sandboxes' inits die with it
+    (PDEATHSIG), and the next daemon on the same state dir removes the rest."""
+    import signal
+    import time
+    from sbxtest import Daemon
+    d = Daemon()
+    s = Sandbox(d, "crashy")
+    s.sh("echo keep > /workspace/f; (setsid sleep 999.777 &) ; true")
+    state = os.path.join(d.state, "state")
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    deadline = time.time() + 5
+    while _procs_with(b"999.777") and time.time() < deadline:
+        time.sleep(0.05)
+    assert _procs_with(b"999.777") == []
+    assert [p for p, _, files in os.walk(state) if "f" in files], "the crash left the workspace"
+    d2 = Daemon(state=d.state)
+    try:
+        assert [p for p, _, files in os.walk(state) if "f" in files] == []
+        assert os.path.join(state, "sandboxes", "crashy") not in open("/proc/mounts").read()
+        assert d2.json("GET", "/v1/sandboxes/crashy")[0] == 404
+        assert Sandbox(d2, "crashy").sh("ls /workspace") == ""    # the id is usable again
+    finally:
+        assert d2.stop() == 0

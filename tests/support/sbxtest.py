@@ -24,9 +24,9 @@ BINARY = os.path.join(BUILD, "sandboxd")
 class Daemon:
     """One sandboxd process and helpers to talk to it."""
 
-    def __init__(self, *flags, env=None):
-        self.state = tempfile.mkdtemp(prefix="sbx-e2e-")
-        self.log_path = os.path.join(self.state, "daemon.log")
+    def __init__(self, *flags, env=None, state=None):
+        self.state = state or tempfile.mkdtemp(prefix="sbx-e2e-")
+        self.log_path = os.path.join(self.state, "daemon-%d.log" % time.monotonic_ns())
         self.log = open(self.log_path, "w+b")
         full_env = dict(os.environ)
         full_env.update(env or {})
