@@ -88,7 +88,7 @@ def run(opts):
                 f, "ms", "bare `node -e 0`", bare_node, headline=True)
         sec.row("%s context: create (201)" % lang.capitalize().replace("script", "Script"),
                 c, "ms", "bare `node -e 0`", bare_node)
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+    from common import median as med
     labels = ["sandboxd Python context (+imports)", "sandboxd JavaScript context",
               "sandboxd TypeScript context", "bare python3 -c pass", "cold python3 + imports",
               "bare node -e 0"]

@@ -23,7 +23,7 @@ SAFETY_KIB = 2 * 1024 * 1024
 
 def run(opts):
     sec = Section("density", "Density: live Python contexts on one machine", __doc__)
-    limit = opts.density_max or (300 if opts.quick else 2000)
+    limit = opts.density_max or (300 if opts.quick else 4000)
     budget_s = 120 if opts.quick else 330
     sample_n = 50 if opts.quick else 150
     proc, port = daemon(opts.build, sec, "--max-sandboxes", "256", "--max-contexts", str(BATCH),

@@ -55,7 +55,7 @@ def run(opts):
             headline=True)
     sec.row("sandbox deletion (DELETE → reply)", delete, "ms", "posix_spawn /bin/true + wait",
             base)
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+    from common import median as med
     bar_chart(sec, "exec.png", "Exec and sandbox creation (median)",
               ["sandboxd exec `true`", "sandboxd sandbox create", "sandboxd sandbox delete",
                "posix_spawn /bin/true", "posix_spawn sh -c true"],

@@ -97,7 +97,7 @@ def run(opts):
             "floor: Python exec loop behind a Unix socket", floor)
     sec.row("first byte: `print('x')` → `stdout` SSE event at the client", sse, "ms",
             "Jupyter: execute_request → first iopub `stream` message", jup_sse, headline=True)
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+    from common import median as med
     labels = ["sandboxd Python 1+1 (HTTP)", "sandboxd JavaScript 1+1 (HTTP)",
               "sandboxd print → first stdout event (SSE)", "floor: exec loop on Unix socket"]
     vals = [med(py_rtt), med(js_rtt), med(sse), med(floor)]

@@ -10,6 +10,7 @@ the floor run as fast as one client can: the exec loop behind a Unix socket, seq
 Target: ≥ 5,000 executions/s on 2 cores.
 """
 import os
+import resource
 import subprocess
 import tempfile
 
@@ -21,15 +22,19 @@ from util import ROOT, Section, cgroup_procs, daemon, sandbox_cgroup, stop
 LUA = os.path.join(ROOT, "bench", "wrk_execute.lua")
 
 
-def wrk(port, ctx_file, seconds, conns, threads=2):
+def wrk(port, ctx_file, seconds, conns):
+    threads = min(2, conns)
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % seconds,
-                        "--latency", "-s", LUA, "http://127.0.0.1:%d" % port, "--", ctx_file],
+                        "--latency", "-s", LUA, "http://127.0.0.1:%d" % port, "--", ctx_file, str(threads)],
                        capture_output=True, text=True, check=True)
     out = r.stdout
     reqs = float(next(l.split()[1] for l in out.splitlines() if l.startswith("Requests/sec")))
     total = int(next(l.split()[0] for l in out.splitlines() if "requests in" in l))
     bad = next((int(l.split()[-1]) for l in out.splitlines() if "Non-2xx" in l), 0)
-    return reqs, total, bad, out
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wrk_cpu = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / total * 1e6
+    return reqs, total, bad, out, wrk_cpu
 
 
 def run(opts):
@@ -65,9 +70,9 @@ def run(opts):
 
         def measured(conns, secs):
             c0, x0 = cpu_seconds(proc.pid), ctx_cpu()
-            rps, total, bad, out = wrk(port, ctx_file, secs, conns)
+            rps, total, bad, out, wcpu = wrk(port, ctx_file, secs, conns)
             return (rps, (cpu_seconds(proc.pid) - c0) / total * 1e6,
-                    (ctx_cpu() - x0) / total * 1e6, bad, out)
+                    (ctx_cpu() - x0) / total * 1e6, bad, out, wcpu)
         runs = [measured(100, seconds) for _ in range(1 if opts.quick else 3)]
         sweep = [(c, measured(c, 3 if opts.quick else 5)) for c in (1, 2, 10, 100)]
         os.unlink(ctx_file)
@@ -98,11 +103,15 @@ def run(opts):
     sec.row("context processes' CPU per execution (user+system, summed over the 100)", ccpu,
             "µs", None, show_p99=False)
     sec.note("Non-2xx responses during the measured runs: %s." % ", ".join(str(r[3]) for r in runs))
-    table = ["| connections | executions/s | wrk p50 latency | daemon CPU/exec | contexts CPU/exec |",
-             "|---|---|---|---|---|"]
+    wcpu = sorted(r[5] for r in runs)
+    sec.row("wrk's own CPU per execution (load generator, same 2 cores)", wcpu, "µs", None,
+            show_p99=False)
+    table = ["| connections | executions/s | wrk p50 latency | daemon CPU/exec | contexts CPU/exec "
+             "| wrk CPU/exec |", "|---|---|---|---|---|---|"]
     for c, r in sweep:
         p50 = next((l.split()[1] for l in r[4].splitlines() if l.strip().startswith("50%")), "?")
-        table.append("| %d | %.0f | %s | %.0f µs | %.0f µs |" % (c, r[0], p50, r[1], r[2]))
+        table.append("| %d | %.0f | %s | %.0f µs | %.0f µs | %.0f µs |"
+                     % (c, r[0], p50, r[1], r[2], r[5]))
     sec.note("Concurrency sweep (same 100 contexts; a short run per row). CPU per execution on "
              "2 cores bounds throughput at about 2 s / (daemon + contexts + wrk CPU per "
              "execution):\n\n" + "\n".join(table))

@@ -24,6 +24,7 @@ sys.path.insert(0, HERE)
 from common import ROOT, machine  # noqa: E402
 from util import fmt  # noqa: E402
 
+LOAD0 = open("/proc/loadavg").read().strip()
 MODULES = ["contexts", "roundtrip", "memory", "density", "throughput", "exec", "results"]
 
 
@@ -55,6 +56,8 @@ def versions(build):
         ("node", sh(["node", "--version"])),
         ("jupyter", jv()),
         ("wrk", sh(["wrk", "-v"]).split("\n")[0]),
+        ("load average at start / end (the machine is shared: noise)",
+         "%s / %s" % (LOAD0, open("/proc/loadavg").read().strip())),
         ("cgroups", "v1 (memory controller mounted)" if os.path.isdir("/sys/fs/cgroup/memory")
          else "v2"),
     ]

@@ -1,6 +1,6 @@
 -- wrk script for bench/bench_throughput.py: POST {"code":"1+1","context":cid} to
 -- /v1/sandboxes/{sid}/execute. The contexts ("sid cid" per line) come from the file named by
--- the first script argument; each wrk thread rotates over its own share of them.
+-- the first script argument (the second is wrk's thread count); each wrk thread rotates over its own share of them.
 local threads = {}
 local counter = 0
 
@@ -19,9 +19,9 @@ function init(args)
     local sid, cid = line:match("(%S+)%s+(%S+)")
     if sid then table.insert(all, {sid, cid}) end
   end
-  local nthreads = #threads > 0 and #threads or 2
+  local nthreads = tonumber(args[2]) or 1
   for i, c in ipairs(all) do
-    if (i - 1) % 2 == (tid - 1) % 2 then
+    if (i - 1) % nthreads == (tid - 1) % nthreads then
       table.insert(reqs, wrk.format("POST", "/v1/sandboxes/" .. c[1] .. "/execute",
         {["Content-Type"] = "application/json"},
         '{"code":"1+1","context":"' .. c[2] .. '"}'))

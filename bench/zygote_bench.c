@@ -11,7 +11,8 @@
  *   4. the baseline: a cold `/usr/bin/python3 -c 'import numpy, pandas, matplotlib'`.
  * Prints medians and p99 and the ratio to the cold start. Needs root; exits 77 otherwise.
  * --smaps also prints, for the first idle context, the mappings holding the most private
- * memory (heap, Python's arenas, libpython's data...), after ready and after the import.
+ * memory (heap, Python's arenas, libpython's data...), after ready and after the import;
+ * --hold S pauses S seconds at both points (printing the pids) for outside inspection.
  * Targets (docs): ready ≤ 10 ms p50; ≤ 5 MiB private per idle context after import pandas.
  */
 #ifndef _GNU_SOURCE
@@ -260,6 +261,16 @@ static void print_smaps(pid_t pid, const char *when)
     }
 }
 
+/* --hold S: print the zygote's and a context's pids and sleep S seconds, so that their
+ * memory can be inspected from outside (/proc/PID/smaps, pagemap). */
+static void hold_for(int seconds, pid_t ctx, const char *when)
+{
+    printf("holding %d s %s: zygote %d, context %d\n", seconds, when, (int)zyg_pid(),
+           (int)ctx);
+    fflush(stdout);
+    sleep((unsigned)seconds);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -292,7 +303,7 @@ static double cold_python_ms(void)
 
 int main(int argc, char **argv)
 {
-    int runs = 200, idle = 10;
+    int runs = 200, idle = 10, hold = 0;
     bool smaps = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--smaps")) {
@@ -305,10 +316,12 @@ int main(int argc, char **argv)
             runs = (int)strtol(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--idle"))
             idle = (int)strtol(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--hold"))
+            hold = (int)strtol(argv[i + 1], NULL, 10);
         i++;
     }
     if (runs < 1 || runs > 100000 || idle < 1 || idle > MAX_IDLE) {
-        fprintf(stderr, "usage: zygote-bench [--runs N] [--idle N<=%d] [--smaps]\n", MAX_IDLE);
+        fprintf(stderr, "usage: zygote-bench [--runs N] [--idle N<=%d] [--smaps] [--hold S]\n", MAX_IDLE);
         return 2;
     }
     if (geteuid() != 0) {
@@ -393,12 +406,16 @@ int main(int argc, char **argv)
         fresh[i] = (double)private_kib(idle_c[i].pid) / 1024.0;
     if (smaps && n)
         print_smaps(idle_c[0].pid, "after ready");
+    if (hold > 0)
+        hold_for(hold, n ? idle_c[0].pid : 0, "after ready");
     for (int i = 0; i < n; i++)
         ctx_exec(&idle_c[i], "\"import pandas\"");
     for (int i = 0; i < n; i++)
         after[i] = (double)private_kib(idle_c[i].pid) / 1024.0;
     if (smaps && n)
         print_smaps(idle_c[0].pid, "after `import pandas`");
+    if (hold > 0)
+        hold_for(hold, n ? idle_c[0].pid : 0, "after `import pandas`");
     for (int i = 0; i < n; i++)
         ctx_exec(&idle_c[i], "\"import pandas as pd, matplotlib.pyplot as plt\\n"
                  "df = pd.DataFrame({'x': range(100), 'y': range(100)})\\n"
