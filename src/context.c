@@ -52,6 +52,7 @@ struct ctx_proc {
     int handles;
     bool exited, ready, dying;
     bool zyg_pending;           /* the zygote has not answered the fork yet */
+    char why[160];              /* the zygote's reason when the fork failed */
     pid_t host_pid;             /* from the zygote, until the process is adopted */
     int status;
     buf line;                   /* channel bytes up to the next newline */
@@ -333,8 +334,10 @@ static void ctx_proc_died(struct context *c, struct ctx_proc *p)
 {
     const char *sig = NULL;
     int code = p->exited ? exec_exit_code(p->status, &sig) : -1;
-    char how[96];
-    if (sig)
+    char how[200];
+    if (p->why[0])
+        snprintf(how, sizeof how, "could not be created: %s", p->why);
+    else if (sig)
         snprintf(how, sizeof how, "was killed by SIG%s", sig);
     else if (code >= 0)
         snprintf(how, sizeof how, "exited with status %d", code);
@@ -536,6 +539,8 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             uv_close((uv_handle_t *)&p->chan, proc_handle_closed);
         }
         drain_output(p);
+        if (p->zyg_pending)
+            return;                  /* the zygote's answer will say what happened */
         if (!p->jp && c && !p->exited)
             ctx_proc_died(c, p);     /* nothing watches its exit: treat EOF as the end */
         else
@@ -625,6 +630,7 @@ static void zyg_forked(pid_t pid, pid_t ns_pid, const char *msg, void *arg)
             p->jp = NULL;   /* already gone: its channel's EOF will tell */
     } else if (p->ctx) {
         log_warn("context %s: the zygote could not fork it: %s", p->ctx->id, msg ? msg : "");
+        snprintf(p->why, sizeof p->why, "%s", msg ? msg : strerror(-pid));
         ctx_proc_died(p->ctx, p);
     }
     proc_maybe_free(p);

@@ -684,7 +684,13 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
     char nsp[64];
     struct stat st;
-    snprintf(nsp, sizeof nsp, "/proc/%d/ns/user", (int)j->inner);
+    /* Not root: the inner is non-dumpable and out of our reach; the outer keeps the same
+     * namespace open for us (see jail_enter.h). */
+    if (G.feat.root)
+        snprintf(nsp, sizeof nsp, "/proc/%d/ns/user", (int)j->inner);
+    else
+        snprintf(nsp, sizeof nsp, "/proc/%d/fd/%d", (int)j->outer.pid,
+                 JAIL_ANCHOR_FD + JAIL_NS_USER);
     if (stat(nsp, &st) == 0)
         j->userns_ino = (unsigned long long)st.st_ino;
 
@@ -922,6 +928,11 @@ int jail_entry_info(const jail *j, struct jail_entry *e)
     e->gid = SANDBOX_UID;
     e->network_host = j->network_host;
     e->userns_ino = j->userns_ino;
+    if (!G.feat.root) {
+        if (!j->outer_running || !j->userns_ino)
+            return -ESRCH;   /* no way in without the outer's descriptors (and a check) */
+        e->anchor_pid = j->outer.pid;
+    }
     return 0;
 }
 

@@ -149,6 +149,41 @@ static int write_pid(const char *path, pid_t pid)
     return rc;
 }
 
+/* Non-root mode: join the sandbox's namespaces through the descriptors its outer init
+ * holds (see struct jail_entry). Every descriptor is opened first, while /proc is still
+ * the host's; the user namespace is joined first (as its owner we may, and we then hold
+ * every capability in it), then the others, each of which checks those capabilities.
+ * The pid namespace applies to children only: the caller forks next. 0 or -errno. */
+static int join_through_anchor(const struct jail_entry *e)
+{
+    static const int types[JAIL_NS_COUNT] = {
+        [JAIL_NS_USER] = CLONE_NEWUSER, [JAIL_NS_MNT] = CLONE_NEWNS,
+        [JAIL_NS_PID] = CLONE_NEWPID, [JAIL_NS_IPC] = CLONE_NEWIPC,
+        [JAIL_NS_UTS] = CLONE_NEWUTS, [JAIL_NS_CGROUP] = CLONE_NEWCGROUP,
+        [JAIL_NS_NET] = CLONE_NEWNET,
+    };
+    int fds[JAIL_NS_COUNT], n = e->network_host ? JAIL_NS_NET : JAIL_NS_COUNT, rc = 0, i;
+    for (i = 0; i < n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e->anchor_pid, JAIL_ANCHOR_FD + i);
+        fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+        if (fds[i] < 0) {
+            rc = errno == ENOENT ? -ESRCH : -errno;   /* the sandbox is gone */
+            break;
+        }
+    }
+    struct stat st;
+    if (!rc && e->userns_ino &&
+        (fstat(fds[JAIL_NS_USER], &st) < 0 || (unsigned long long)st.st_ino != e->userns_ino))
+        rc = -ESRCH;   /* anchor_pid was not the sandbox's outer init any more */
+    for (int k = 0; !rc && k < n; k++)
+        if (setns(fds[k], types[k]) < 0)
+            rc = -errno;
+    while (i-- > 0)
+        close(fds[i]);
+    return rc;
+}
+
 int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
 {
     int rc, pidfd = -1;
@@ -156,14 +191,21 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
         if (e->cgroup_procs[i][0] && (rc = write_pid(e->cgroup_procs[i], getpid())))
             return rc;
     }
-    pidfd = o->in_pidns ? o->pidfd : (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
-    if (pidfd < 0)
-        return o->in_pidns ? -EBADF : -errno;
-    int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
-                (o->in_pidns ? 0 : CLONE_NEWPID) | (e->network_host ? 0 : CLONE_NEWNET);
-    rc = setns(pidfd, flags) < 0 ? -errno : 0;
-    if (!o->in_pidns)
-        close(pidfd);
+    if (e->anchor_pid > 0 && o->in_pidns)
+        return -EINVAL;   /* only a privileged caller can have been created in there */
+    if (e->anchor_pid > 0) {
+        rc = join_through_anchor(e);
+    } else {
+        pidfd = o->in_pidns ? o->pidfd : (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
+        if (pidfd < 0)
+            return o->in_pidns ? -EBADF : -errno;
+        int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                    CLONE_NEWCGROUP | (o->in_pidns ? 0 : CLONE_NEWPID) |
+                    (e->network_host ? 0 : CLONE_NEWNET);
+        rc = setns(pidfd, flags) < 0 ? -errno : 0;
+        if (!o->in_pidns)
+            close(pidfd);
+    }
     if (rc)
         return rc;
     pid_t child = o->in_pidns ? 0 : fork();

@@ -29,6 +29,27 @@ struct jail_entry {
      * refuses to continue when the namespaces it joined are not this one (ns_pid died and
      * was reused). 0 skips the check. */
     unsigned long long userns_ino;
+    /* Added for non-root mode: host pid of the sandbox's outer init, which holds a
+     * descriptor of each of the sandbox's namespaces at JAIL_ANCHOR_FD + enum jail_ns
+     * (0 = not used: join through ns_pid). A daemon without privileges cannot join
+     * through ns_pid: pid 1 is non-dumpable, so every way to its namespaces (setns on a
+     * pidfd, /proc/<pid>/ns, the pidfd ioctls) needs CAP_SYS_PTRACE over the host user
+     * namespace; the outer is dumpable and runs as the daemon's user on the host side. */
+    pid_t anchor_pid;
+};
+
+/* The descriptors a sandbox's outer init keeps for jail_enter() in non-root mode, from
+ * JAIL_ANCHOR_FD on, in this order (JAIL_NS_NET is absent with network_host). */
+#define JAIL_ANCHOR_FD 10
+enum jail_ns {
+    JAIL_NS_USER,   /* first: joining it grants the capabilities the others need */
+    JAIL_NS_MNT,
+    JAIL_NS_PID,
+    JAIL_NS_IPC,
+    JAIL_NS_UTS,
+    JAIL_NS_CGROUP,
+    JAIL_NS_NET,
+    JAIL_NS_COUNT
 };
 
 /* How a process drops to the sandbox user. */
@@ -65,12 +86,15 @@ struct jail_enter_opts {
 };
 
 /* Enter the sandbox described by e, from a single-threaded process in the host
- * namespaces with root privileges (the zygote's child):
+ * namespaces, as root or (e->anchor_pid > 0) as the daemon's unprivileged user (the
+ * zygote's child):
  *   1. write our pid to each e->cgroup_procs file (host paths: before leaving the host
  *      mount namespace);
  *   2. setns() into user, mnt, pid, ipc, uts, cgroup (and net unless network_host) of
  *      e->ns_pid in one call through a pidfd, so the kernel joins the user namespace first
- *      and the others with the capabilities it grants;
+ *      and the others with the capabilities it grants; with e->anchor_pid, the same
+ *      namespaces one by one, user first, through the anchor's descriptors (opened
+ *      through /proc/<anchor>/fd, all before the mount namespace changes what /proc is);
  *   3. fork: setns(pid) only affects children. The intermediate (this process) writes the
  *      grandchild's host pid to report_fd and _exit(0)s without returning;
  *      with o->in_pidns there is no fork (and no pid setns): the caller already is there;

@@ -131,13 +131,15 @@ int main(int argc, char **argv)
     snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
 
     /* Python contexts: the zygote (after jail_global_init: it must be our subreaper child) */
-    char zygote_path[600], mpl_cache[600];
+    char zygote_path[600], mpl_cache[600], ipython_dir[600];
     snprintf(zygote_path, sizeof zygote_path, "%s/sandboxd-zygote", bindir);
     snprintf(mpl_cache, sizeof mpl_cache, "%s/mpl-cache", bindir);
+    snprintf(ipython_dir, sizeof ipython_dir, "%s/ipython", cfg.state_dir);
     struct zyg_config zc = {
         .zygote_path = zygote_path,
         .runtimes_dir = runtimes,
         .mpl_cache = mpl_cache,
+        .ipython_dir = ipython_dir,
         .preload = cfg.python_preload,
     };
     if ((rc = zyg_start(loop, &zc, err, sizeof err)))

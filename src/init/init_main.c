@@ -11,6 +11,8 @@
  *          a process outside the new user namespace may map arbitrary host ids), tells
  *          the daemon the inner's host pid (JP_HELLO), releases the inner, then waits
  *          for it and exits with its status. It dies with the daemon (PDEATHSIG).
+ *          Non-root mode: it also keeps a descriptor of each of the inner's namespaces
+ *          (keep_namespaces), the zygote's only way in (see jail_enter.h).
  *   inner  pid 1 of the sandbox, uid 0 inside (a dedicated host uid, never host root).
  *          Builds the root filesystem (init_root.c), brings loopback up, sets the
  *          hostname, becomes non-dumpable, says JP_READY and serves (init_serve.c).
@@ -25,6 +27,7 @@
 #define _GNU_SOURCE
 #endif
 #include "init.h"
+#include "../jail_enter.h"
 #include "../jail_proto.h"
 
 #include <errno.h>
@@ -136,6 +139,45 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
                  INIT_USER_GID, (unsigned)cfg->host_user_gid);
     snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
     return write_file(path, map);
+}
+
+/* Non-root mode: keep a descriptor of each of the inner's namespaces at
+ * JAIL_ANCHOR_FD + enum jail_ns, for the zygote's children (see struct jail_entry in
+ * jail_enter.h). Opened now, while the inner is still dumpable: once it is not, only a
+ * process with CAP_SYS_PTRACE over the host user namespace could open them. We stay in
+ * the host namespaces as the daemon's user, so /proc/<outer>/fd/N is open to the daemon's
+ * user only; the sandbox cannot see this process. 0 or -errno. */
+static int keep_namespaces(const struct init_cfg *cfg, pid_t pid, int *sync_fd)
+{
+    static const char *const names[JAIL_NS_COUNT] = {
+        [JAIL_NS_USER] = "user", [JAIL_NS_MNT] = "mnt", [JAIL_NS_PID] = "pid",
+        [JAIL_NS_IPC] = "ipc", [JAIL_NS_UTS] = "uts", [JAIL_NS_CGROUP] = "cgroup",
+        [JAIL_NS_NET] = "net",
+    };
+    /* The targets may hold descriptors we inherited by mistake (dup3 closes them), but
+     * not ours: 0-3 are below the range; move the sync pipe out of it if needed. */
+    if (*sync_fd >= JAIL_ANCHOR_FD && *sync_fd < JAIL_ANCHOR_FD + JAIL_NS_COUNT) {
+        int moved = fcntl(*sync_fd, F_DUPFD_CLOEXEC, JAIL_ANCHOR_FD + JAIL_NS_COUNT);
+        if (moved < 0)
+            return -errno;
+        close(*sync_fd);
+        *sync_fd = moved;
+    }
+    int n = cfg->network_host ? JAIL_NS_NET : JAIL_NS_COUNT;
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, names[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (fd != JAIL_ANCHOR_FD + i) {
+            int rc = dup3(fd, JAIL_ANCHOR_FD + i, O_CLOEXEC) < 0 ? -errno : 0;
+            close(fd);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
 }
 
 static void send_fail(int rc, const char *what)
@@ -267,6 +309,11 @@ int main(int argc, char **argv)
     int rc = write_maps(&cfg, pid);
     if (rc) {
         send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
+        kill(pid, SIGKILL);
+        return 1;
+    }
+    if (cfg.rootless && (rc = keep_namespaces(&cfg, pid, &sync[1]))) {
+        send_fail(rc, "init: could not open the sandbox's namespaces");
         kill(pid, SIGKILL);
         return 1;
     }

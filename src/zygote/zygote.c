@@ -4,17 +4,20 @@
  * in milliseconds and shares the imported modules' memory copy-on-write.
  *
  * Started by the daemon (zygote_client.c) with its control socket (SOCK_SEQPACKET) on fd
- * 3, as the daemon's user (root). It runs no user code and stays single-threaded: fork()
+ * 3, as the daemon's user: root, or an ordinary user in non-root mode (then every
+ * context is created the double-fork way, see direct_init()). It runs no user code and stays single-threaded: fork()
  * copies only the calling thread, so a thread pool started by an import (numexpr,
  * OpenBLAS) would leave its locks held forever in every child. The thread-count variables
  * are set before Python starts and the thread count is checked after preload; more than
  * one thread is a start-up failure, reported in the ready message.
  *
- * Start-up: environment (thread counts, MPLCONFIGDIR → the pre-built font cache,
- * IPYTHONDIR), an isolated embedded interpreter (no user site, no PYTHON* variables,
+ * Start-up: environment (thread counts, MPLCONFIGDIR → the pre-built font cache, or a
+ * private copy of it when it is read-only for us, IPYTHONDIR), an isolated embedded interpreter (no user site, no PYTHON* variables,
  * sys.executable = /usr/bin/python3, the runtimes dir first on sys.path), the --preload
  * modules, sandboxd_runtime.preload(), gc.freeze() (so a child's collections never write
- * to the shared pages), malloc_trim(), the seccomp filter compiled once. Then `ready`.
+ * to the shared pages), the seccomp filter compiled once, then malloc_trim() and no free
+ * memory left where a child would allocate from shared pages (every free heap chunk and
+ * every free block of a used pymalloc pool allocated for good). Then `ready`.
  *
  * The loop: one request at a time, blocking. Each request is checked (sizes, NUL
  * termination, exactly three fds, cgroup paths under /sys/fs/cgroup/), then the context
@@ -229,6 +232,74 @@ static int parse_args(int argc, char **argv)
     return 0;
 }
 
+/* Copy the regular files of directory src into directory dst (created 0700 if needed).
+ * 0 or -errno (errno set). */
+static int copy_dir_files(const char *src, const char *dst)
+{
+    if (mkdir(dst, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+        dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+    int rc = d && dfd >= 0 ? 0 : -errno;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+            continue;
+        int in = openat(sfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+            if (in >= 0)
+                close(in);
+            continue;   /* not a regular file, or unreadable: matplotlib does without */
+        }
+        int out = openat(dfd, de->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                         0600);
+        char buf[16384];
+        ssize_t n = out < 0 ? -1 : 0;
+        while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n) {
+                n = -1;
+                break;
+            }
+        if (n < 0)
+            rc = -(errno ? errno : EIO);
+        close(in);
+        if (out >= 0)
+            close(out);
+    }
+    int e = errno;
+    if (d)
+        closedir(d);   /* closes sfd */
+    else if (sfd >= 0)
+        close(sfd);
+    if (dfd >= 0)
+        close(dfd);
+    errno = e;
+    return rc;
+}
+
+/* Matplotlib insists on a writable MPLCONFIGDIR (else it warns on stderr and scans the
+ * fonts into a fresh temporary directory: the pre-built list would be wasted). When the
+ * pre-built cache is read-only for us (a daemon run by an ordinary user, the build dir
+ * owned by someone else), copy its files (one font list, ~35 KB) into "matplotlib" in
+ * our IPython dir, which is private to this zygote (or the --ipython-dir given), and
+ * use that. dir (cap bytes) is replaced by the copy's path. 0 or -errno (errno set). */
+static int private_mpl_dir(char *dir, size_t cap)
+{
+    char copy[PATH_CAP];
+    int n = snprintf(copy, sizeof copy, "%s/matplotlib", opt.ipython_dir);
+    if (n < 0 || (size_t)n >= sizeof copy || (size_t)n >= cap) {
+        errno = ENAMETOOLONG;
+        return -ENAMETOOLONG;
+    }
+    int rc = copy_dir_files(dir, copy);
+    if (rc)
+        return rc;
+    memcpy(dir, copy, (size_t)n + 1);
+    return 0;
+}
+
 /* The process environment Python starts with (inherited by nothing: every context's
  * environment is replaced from its request). */
 static int set_environment(char *err, size_t errlen)
@@ -240,8 +311,6 @@ static int set_environment(char *err, size_t errlen)
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
         if (setenv(threads[i], "1", 1) < 0)
             goto fail;
-    if (opt.mpl_cache[0] && setenv("MPLCONFIGDIR", opt.mpl_cache, 1) < 0)
-        goto fail;
     if (!opt.ipython_dir[0]) {
         snprintf(opt.ipython_dir, sizeof opt.ipython_dir, "/tmp/sandboxd-ipython-XXXXXX");
         if (!mkdtemp(opt.ipython_dir))
@@ -250,6 +319,11 @@ static int set_environment(char *err, size_t errlen)
         goto fail;
     }
     if (setenv("IPYTHONDIR", opt.ipython_dir, 1) < 0)
+        goto fail;
+    if (opt.mpl_cache[0] && access(opt.mpl_cache, W_OK) < 0 &&
+        private_mpl_dir(opt.mpl_cache, sizeof opt.mpl_cache) < 0)
+        goto fail;
+    if (opt.mpl_cache[0] && setenv("MPLCONFIGDIR", opt.mpl_cache, 1) < 0)
         goto fail;
     (void)unsetenv("MPLBACKEND");
     return 0;
@@ -314,6 +388,147 @@ static int call_noargs(const char *module, const char *fn, char *err, size_t err
     return 0;
 }
 
+/* ---- the heap a child starts from -----------------------------------------------------
+ *
+ * Measured (bench/zygote_bench.c --smaps): most of what a context copied from the
+ * zygote was glibc's heap, ~2.6 MiB after `ready`, and almost none of it was the
+ * child's own data: each page differed from the zygote's in one to four words, the
+ * headers and list pointers of free chunks. Every malloc() a child served from one of
+ * the zygote's ~1400 free chunks (scattered over ~1300 pages) wrote to that chunk's
+ * page and, unlinking it from its doubly-linked bin, to the pages of its two
+ * neighbours in the list; freeing did the same. So before the first fork every free
+ * chunk of the main heap is allocated here and kept (drain_heap): its pages stay
+ * shared (malloc_trim() has already given the untouched pages inside large free chunks
+ * back to the kernel, and allocating a chunk writes only its header), and a child's
+ * allocations come from the top of the heap, packed into fresh pages of its own.
+ * The leak is the zygote's free space at that moment (~0.5 MiB of address space, not
+ * of memory), once. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+#define DRAIN_MAX 8192
+static size_t drain_sizes[DRAIN_MAX];
+static void *volatile drain_sink;   /* keeps the compiler from dropping the malloc()s */
+
+/* Start of the [heap] mapping (glibc's main arena: its first chunk), or 0. */
+static uintptr_t heap_start(void)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    uintptr_t start = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (strstr(line, "[heap]") && sscanf(line, "%lx-%lx", &a, &b) == 2) {
+            start = a;
+            break;
+        }
+    }
+    fclose(f);
+    return start;
+}
+
+/* Walk the main heap's chunks from start to the top chunk (which ends at the program
+ * break), storing the sizes of the free ones (in a bin: the next chunk's PREV_INUSE bit
+ * is clear) in drain_sizes. Their count, or -1 if the chunks do not add up (then
+ * nothing is touched). *top: the top chunk. */
+static int free_chunks(uintptr_t start, uintptr_t *top)
+{
+    uintptr_t end = (uintptr_t)sbrk(0), p = start;
+    int n = 0;
+    if (!start || end == (uintptr_t)-1 || end <= start || start % 16)
+        return -1;
+    for (;;) {
+        size_t size = *(size_t *)(p + sizeof(size_t)) & ~(size_t)7;
+        if (size < 4 * sizeof(size_t) || size % 16 || size > end - p)
+            return -1;
+        if (p + size == end) {
+            *top = p;
+            return n;
+        }
+        size_t next = *(size_t *)(p + size + sizeof(size_t));
+        if (!(next & 1) && n < DRAIN_MAX)
+            drain_sizes[n++] = size;
+        p += size;
+    }
+}
+
+/* Allocate every free chunk of the main heap (exact-size requests: a bin's chunk of that
+ * size is the first choice after the thread cache), then empty the thread cache (up to 7
+ * chunks of each size up to 1032 bytes; it stops at the first chunk that comes from the
+ * top). Single-threaded, after every other start-up step, right before `ready`. */
+static void drain_heap(void)
+{
+    if (SANITIZED)
+        return;   /* not glibc's allocator; and the kept chunks would be reported leaks */
+    uintptr_t start = heap_start(), top = 0;
+    for (int round = 0; round < 8; round++) {
+        int n = free_chunks(start, &top);
+        if (n <= 0)
+            break;
+        for (int i = 0; i < n; i++)
+            drain_sink = malloc(drain_sizes[i] - sizeof(size_t));
+    }
+    if (!top)
+        return;
+    for (size_t sz = 32; sz <= 1040; sz += 16)
+        for (int k = 0; k < 7; k++)
+            if ((uintptr_t)(drain_sink = malloc(sz - sizeof(size_t))) >= top)
+                break;
+}
+
+/* The same for Python's small-object allocator (pymalloc: 16 KiB pools of one block size
+ * in 1 MiB arenas): a child's allocation of n bytes takes a free block of the first
+ * partially used pool of that size, a page shared with the zygote, and filling or
+ * emptying a pool relinks the list of pools (their headers, on other shared pages).
+ * fill_pools() allocates (and keeps) every free block of every partially used pool,
+ * so that a child's first small objects go to pools of its own. It stops for each size
+ * at the first block from a pool that was empty (that pool's count is then 1) and frees
+ * that block again. Measured: ~5000 blocks, -0.2 MiB private per context.
+ * The pool header is read through its first fields (CPython 3.11's struct pool_header:
+ * ref.count at 0, szidx at 36, maxnextoffset at 44); the zygote always runs pymalloc
+ * (isolated configuration: PYTHONMALLOC is ignored), and fill_pools() checks the header
+ * of its first block before trusting any. */
+#define PYM_POOL_SIZE (16 * 1024)
+#define PYM_CLASSES 32   /* 16, 32, ... 512 bytes */
+static void *volatile pym_sink;
+
+static void fill_pools(void)
+{
+    if (SANITIZED)
+        return;
+    for (unsigned idx = 0; idx < PYM_CLASSES; idx++) {
+        size_t size = (idx + 1) * 16;
+        for (long k = 0; k < 1000000; k++) {
+            void *p = PyObject_Malloc(size);
+            if (!p)
+                return;
+            uintptr_t pool = (uintptr_t)p & ~(uintptr_t)(PYM_POOL_SIZE - 1);
+            unsigned count = *(unsigned *)pool, szidx = *(unsigned *)(pool + 36),
+                     maxnext = *(unsigned *)(pool + 44);
+            if (szidx != idx || maxnext != PYM_POOL_SIZE - size) {
+                PyObject_Free(p);
+                return;   /* not the pool layout this code knows */
+            }
+            if (count == 1) {
+                PyObject_Free(p);
+                break;
+            }
+            pym_sink = p;
+        }
+    }
+}
+
 /* Import --preload modules, run sandboxd_runtime.preload(), prepare the child's helpers. */
 static int preload(char *err, size_t errlen)
 {
@@ -368,10 +583,6 @@ static int preload(char *err, size_t errlen)
     /* Everything alive now is shared by all children: move it out of the collector's
      * generations so that a child's collection never writes to (and copies) its pages. */
     int rc = call_noargs("gc", "freeze", err, errlen);
-    /* Return free heap memory and merge glibc's fastbins now, once: otherwise the first
-     * larger malloc() in each child consolidates them, writing to (and copying) pages
-     * all over the zygote's heap. */
-    malloc_trim(0);
     return rc;
 }
 
@@ -388,7 +599,7 @@ static int parse_request(const struct zyg_hdr *h, char *payload, struct zyg_req 
         if (cg[0] && (strncmp(cg, CGROUP_PREFIX, strlen(CGROUP_PREFIX)) || strstr(cg, "/../")))
             return -EINVAL;
     }
-    if (r->entry.ns_pid <= 0)
+    if (r->entry.ns_pid <= 0 || r->entry.anchor_pid < 0)
         return -EINVAL;
     char *p = payload + sizeof r->entry, *end = payload + h->len;
     char *nul = memchr(p, '\0', (size_t)(end - p));
@@ -492,6 +703,15 @@ static void direct_init(void)
     int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
+    /* Joining a pid namespace needs CAP_SYS_ADMIN in our own user namespace as well as
+     * in the target's: a daemon run by an ordinary user has the latter (it owns every
+     * sandbox's user namespace) but never the former, so setns(CLONE_NEWPID) is EPERM
+     * for each request. Probe it once with our own namespace (a no-op when allowed):
+     * without it, the child joins the user namespace first and forks (jail_enter). */
+    if (setns(fd, CLONE_NEWPID) < 0) {
+        close(fd);
+        return;
+    }
     direct.own_pidns = fd;
     direct.tid_addr = tid;
     direct.robust_head = head;
@@ -542,12 +762,15 @@ static void serve_request(struct zyg_req *r)
 {
     char msg[256];
     int rp[2], pidfd = -1, child_pidfd = -1;
+    /* A request with an anchor (non-root daemon) cannot be served the direct way: only
+     * the child, once in the sandbox's user namespace, may join its pid namespace. */
+    const bool direct_on = direct.on && !r->entry.anchor_pid;
     if (pipe2(rp, O_CLOEXEC) < 0) {
         snprintf(msg, sizeof msg, "zygote: pipe: %s", strerror(errno));
         reply(r->id, -errno, 0, msg);
         return;
     }
-    if (direct.on) {
+    if (direct_on) {
         pidfd = (int)syscall(SYS_pidfd_open, r->entry.ns_pid, 0);
         if (pidfd < 0) {
             int e = errno;
@@ -564,7 +787,7 @@ static void serve_request(struct zyg_req *r)
     (void)call_noargs("gc", "freeze", msg, sizeof msg);
     PyOS_BeforeFork();
     pid_t pid;
-    if (direct.on) {
+    if (direct_on) {
         pid = clone_into(pidfd, &child_pidfd);
         if (pid < 0) {
             errno = -pid;
@@ -595,7 +818,7 @@ static void serve_request(struct zyg_req *r)
     /* Up to two records, in either order: the intermediate's (host pid or -errno) and
      * the grandchild's (tagged: pid inside or -errno). */
     long long deadline = now_ms() + REPORT_TIMEOUT_MS;
-    int32_t host = direct.on ? pid : 0, inside = 0, inside_err = 0, outer_err = 0;
+    int32_t host = direct_on ? pid : 0, inside = 0, inside_err = 0, outer_err = 0;
     int rc = 1;
     while (rc == 1 && !outer_err && !inside_err && !(host > 0 && inside > 0)) {
         int32_t v;
@@ -626,14 +849,14 @@ static void serve_request(struct zyg_req *r)
         result = rc == 0 ? -ECHILD : rc;
         snprintf(msg, sizeof msg, "the context died while entering the sandbox (%s)",
                  rc == 0 ? "no report" : strerror(-rc));
-        if (rc == -ETIMEDOUT && !direct.on) {
+        if (rc == -ETIMEDOUT && !direct_on) {
             kill(pid, SIGKILL);
             if (host > 0)
                 kill(host, SIGKILL);
         }
     }
     close(rp[0]);
-    if (direct.on) {
+    if (direct_on) {
         /* The context is the daemon's child. On failure it is killed and waited for,
          * and b carries its host pid for the daemon to reap. */
         if (result < 0)
@@ -751,6 +974,13 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "compiling the seccomp filter failed: %s", strerror(-rc));
         goto fail;
     }
+    /* Return free heap memory and merge glibc's fastbins now, once: otherwise the first
+     * larger malloc() in each child consolidates them, writing to (and copying) pages
+     * all over the zygote's heap. Then leave no free chunk and no free pymalloc block
+     * in a used pool for a child to allocate from (see drain_heap, fill_pools). */
+    fill_pools();
+    malloc_trim(0);
+    drain_heap();
     /* Python's version string: "3.11.2 (main, ...)" → "3.11.2". */
     char version[64];
     snprintf(version, sizeof version, "%s", Py_GetVersion());

@@ -3,7 +3,9 @@
  * _exit(): descriptors, entering the sandbox, environment, then the runtime's serve loop.
  *
  * Runs in a single-threaded copy of the zygote (PyOS_AfterFork_Child() already done) that
- * still has root in the host namespaces. Order:
+ * still has the daemon's credentials in the host namespaces: root, or in non-root mode
+ * the daemon's ordinary user, which owns the sandbox's user namespace and joins it
+ * through the outer init's descriptors (entry.anchor_pid, see jail_enter.h). Order:
  *   1. descriptors: the request's channel, stdout and stderr become 3, 1, 2 and /dev/null
  *      becomes 0. The zygote's own control socket sits on fd 3, so it is replaced here
  *      (dup2 onto 3 closes it); every source fd is first moved above the targets so that
