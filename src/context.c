@@ -51,6 +51,7 @@ struct ctx_proc {
     bool chan_open, out_open, err_open;
     int handles;
     bool exited, ready, dying;
+    uint64_t oom_base;          /* the sandbox's OOM-kill count when this incarnation began */
     bool zyg_pending;           /* the zygote has not answered the fork yet */
     char why[160];              /* the zygote's reason when the fork failed */
     pid_t host_pid;             /* from the zygote, until the process is adopted */
@@ -74,7 +75,7 @@ struct ctx_run {
     bool truncated;
     esc_carry c_out, c_err;
     bool timed_out, interrupted, killed, state_lost, paused;
-    uint64_t start_ns, oom_before;
+    uint64_t start_ns;
 };
 
 /* A request waiting for a context to be ready (create, restart) or a run to end
@@ -343,7 +344,10 @@ static void ctx_proc_died(struct context *c, struct ctx_proc *p)
         snprintf(how, sizeof how, "exited with status %d", code);
     else
         snprintf(how, sizeof how, "closed its channel");
-    bool oom = c->sb && jail_oom_kills(c->sb->jail) > (c->cur ? c->cur->oom_before : UINT64_MAX);
+    /* OOM: killed by SIGKILL while the sandbox's own counter moved since this process
+     * started (read once per incarnation, not per run: it is a cgroup file) */
+    bool oom = c->sb && p->exited && WIFSIGNALED(p->status) && WTERMSIG(p->status) == SIGKILL &&
+               jail_oom_kills(c->sb->jail) > p->oom_base;
     proc_detach(p);
     uv_timer_stop(&c->timer);
     struct ctx_run *r = c->cur;
@@ -474,7 +478,6 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         proc_kill(p);
         return;
     }
-    drain_output(p);
     struct ctx_run *r = c->cur;
     if (strcmp(type, "ready") == 0) {
         on_ready(c, p);
@@ -547,6 +550,10 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             proc_kill(p);
         return;
     }
+    /* Everything the context wrote to its pipes before it sent these messages is in the
+     * pipes now: forward it first (the ordering rule). Once per read, not per message:
+     * output that arrives while the batch is handled was written after all of it. */
+    drain_output(p);
     const char *d = b->base;
     size_t len = (size_t)n;
     while (len && p->ctx && !p->dying) {
@@ -659,6 +666,7 @@ static int proc_start(struct context *c, char *err, size_t errlen)
     buf_init(&p->line, APP->cfg->max_result_bytes);
     p->ctx = c;
     p->started_ns = uv_hrtime();
+    p->oom_base = jail_oom_kills(c->sb->jail);
     if (c->lang == LANG_PYTHON) {
         struct jail_entry e;
         if ((rc = jail_entry_info(c->sb->jail, &e))) {
@@ -765,7 +773,6 @@ static void run_next(struct context *c)
     c->cur = r;
     c->state = ST_BUSY;
     r->start_ns = uv_hrtime();
-    r->oom_before = jail_oom_kills(c->sb->jail);
     send_execute(c, r);
     if (r->timeout_ms)
         uv_timer_start(&c->timer, ctx_timer_cb, r->timeout_ms, 0);

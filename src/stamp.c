@@ -1,5 +1,5 @@
 /*
- * stamp.c — see stamp.h.
+ * stamp.c — see stamp.h. Used on the loop thread only.
  */
 #include "stamp.h"
 
@@ -27,10 +27,26 @@ void stamp_iso8601(uint64_t ms, char *out, size_t n)
     snprintf(out + l, n - l, ".%03uZ", (unsigned)(ms % 1000));
 }
 
+/* Random bytes from a pool refilled with one getrandom(2) per 64 ids (single-threaded). */
+static int random8(unsigned char r[8])
+{
+    static unsigned char pool[512];
+    static size_t used = sizeof pool;
+    if (used == sizeof pool) {
+        if (getrandom(pool, sizeof pool, 0) != (ssize_t)sizeof pool)
+            return -EIO;
+        used = 0;
+    }
+    memcpy(r, pool + used, 8);
+    memset(pool + used, 0, 8);     /* an id's bytes do not stay behind */
+    used += 8;
+    return 0;
+}
+
 int stamp_id(char *out, size_t n, const char *prefix)
 {
     unsigned char r[8];
-    if (getrandom(r, sizeof r, 0) != sizeof r)
+    if (random8(r))
         return -EIO;
     snprintf(out, n, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
              r[4], r[5], r[6], r[7]);

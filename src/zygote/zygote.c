@@ -401,8 +401,9 @@ static int call_noargs(const char *module, const char *fn, char *err, size_t err
  * shared (malloc_trim() has already given the untouched pages inside large free chunks
  * back to the kernel, and allocating a chunk writes only its header), and a child's
  * allocations come from the top of the heap, packed into fresh pages of its own.
- * The leak is the zygote's free space at that moment (~0.5 MiB of address space, not
- * of memory), once. */
+ * Measured: -2.1 MiB private per context (bench/zygote_bench.c, after `ready` and after
+ * `import pandas` alike). What is kept is the zygote's free space at that moment
+ * (~0.5 MiB, ~1400 chunks), once, on pages that were resident anyway. */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
