@@ -479,6 +479,12 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         return;
     }
     struct ctx_run *r = c->cur;
+    const char *mid = json_string_value(json_object_get(msg, "id"));
+    if (r && mid && strcmp(mid, r->id) != 0 && strcmp(type, "stream") != 0) {
+        /* not about the run in flight (a stale or forged message): ignored */
+        json_decref(msg);
+        return;
+    }
     if (strcmp(type, "ready") == 0) {
         on_ready(c, p);
     } else if (strcmp(type, "stream") == 0) {
