@@ -17,6 +17,7 @@
 #include "http.h"
 #include "jail.h"
 #include "log.h"
+#include "metrics.h"
 #include "context.h"
 #include "sandbox.h"
 #include "zygote_client.h"
@@ -70,6 +71,25 @@ static int make_dirs(const char *path)
     if (mkdir(tmp, 0700) && errno != EEXIST)
         return -errno;
     return 0;
+}
+
+/* Gauges for /metrics. */
+static uint64_t gauge_sandboxes(void)
+{
+    return sbx_count();
+}
+
+static uint64_t gauge_contexts(void)
+{
+    uint64_t n = 0;
+    for (sandbox *s = sbx_first(); s; s = s->lnext)
+        n += s->ncontexts;
+    return n;
+}
+
+static uint64_t gauge_zygote(void)
+{
+    return zyg_available() ? 1 : 0;
 }
 
 /* Directory of this executable: the helper binaries are built next to it. */
@@ -126,6 +146,10 @@ int main(int argc, char **argv)
         return 1;
     }
     sbx_init(&cfg);
+    metrics_gauge("sandboxd_sandboxes", "Sandboxes alive.", gauge_sandboxes);
+    metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
+    metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
+                  gauge_zygote);
     api_init(&app, loop, &cfg);
     ctx_init(&app);
     snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);

@@ -196,6 +196,8 @@ def test_metrics(daemon):
     assert "sandboxd_http_connections_open" in text
     assert "sandboxd_http_received_bytes_total" in text
     assert "sandboxd_http_sent_bytes_total" in text
+    assert "sandboxd_sandboxes " in text and "sandboxd_contexts " in text
+    assert "sandboxd_python_zygote_up 1" in text
 
 
 def test_access_log_line(daemon):
