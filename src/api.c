@@ -54,6 +54,13 @@ bool api_stream_body(const http_req *req, void *arg)
     const struct route *rt = NULL;
     route_params params;
     char allow[128];
+    /* asked for every request: match only when a streaming route has this method */
+    bool candidate = false;
+    for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0] && !candidate; i++)
+        candidate = (ROUTES[i].flags & ROUTE_STREAM_BODY) &&
+                    strcmp(ROUTES[i].method, req->method_name) == 0;
+    if (!candidate)
+        return false;
     if (router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], req->method_name, req->path,
                      &rt, &params, allow, sizeof allow) != ROUTE_FOUND)
         return false;
