@@ -19,12 +19,16 @@ value of exactly ``int``, ``float``, ``bool`` or ``str`` for which no
 formatter other than text/plain has a printer gets only text/plain, computed
 by the (possibly user-configured) plain-text formatter. Same output, about a
 tenth of the cost (each IPython formatter call binds its arguments through
-``inspect``); this dominates the cost of a cell like ``1+1``.
+``inspect``); this dominates the cost of a cell like ``1+1``. When that
+formatter's printer for the value is still IPython's default (``repr``, or
+``float_format`` for a float) the text is computed directly, without the
+pretty printer, with the same result.
 """
 
 import json
 
 from IPython.core.formatters import BaseFormatter, DisplayFormatter
+from IPython.lib.pretty import _repr_pprint
 from traitlets import ObjectName, Unicode
 
 from . import figures, jsonvalue, results
@@ -43,6 +47,29 @@ class _DataFormatter(BaseFormatter):
 _SCALARS = (int, float, bool, str)
 
 
+def _plain_scalar(plain, obj, kind):
+    """What ``plain(obj)`` returns for a builtin scalar, computed without the
+    pretty printer when its printer for ``obj`` is IPython's default (repr,
+    or ``float_format`` for floats); None when it is not, or on any error
+    (the caller then calls ``plain`` itself, which reports it)."""
+    try:
+        if not plain.pprint:
+            return repr(obj)
+        printer = plain.singleton_printers.get(id(obj))
+        if printer is None:
+            printer = plain.type_printers.get(kind)
+            if kind is float and printer is _FLOAT_PRINTERS.get(plain):
+                return plain.float_format % obj
+        if printer is _repr_pprint:
+            return repr(obj)  # a scalar's repr has no line break to split on
+    except Exception:
+        pass
+    return None
+
+
+_FLOAT_PRINTERS = {}  # PlainTextFormatter -> its default float printer
+
+
 class FastDisplayFormatter(DisplayFormatter):
     """DisplayFormatter with the builtin-scalar shortcut described above."""
 
@@ -53,7 +80,8 @@ class FastDisplayFormatter(DisplayFormatter):
                 if mime != "text/plain"):
             plain = self.formatters["text/plain"]
             if plain.enabled:
-                return {"text/plain": plain(obj)}, {}
+                text = _plain_scalar(plain, obj, kind)
+                return {"text/plain": plain(obj) if text is None else text}, {}
         return super().format(obj, include=include, exclude=exclude)
 
 
@@ -79,6 +107,8 @@ def _dataframe_data(df):
 def install(shell):
     """Register the formatters above on ``shell.display_formatter``."""
     formatters = shell.display_formatter.formatters
+    plain = formatters["text/plain"]
+    _FLOAT_PRINTERS[plain] = plain.type_printers.get(float)
     json_formatter = formatters["application/json"]
     json_formatter.for_type(dict, _plain_json)
     json_formatter.for_type(list, _plain_json)

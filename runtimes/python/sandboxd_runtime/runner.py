@@ -10,9 +10,12 @@
 * at most one ``error`` (the first exception, a SIGINT as KeyboardInterrupt,
   ``sys.exit(n)`` as SystemExit with the code as message), then ``end``;
 * SIGINT interrupts only the user's part of the run; the state is kept.
+
+Cells run through fastpath (IPython's run_cell, minus the input machinery for
+plain-Python cells).
 """
 
-from . import environ, errors, figures, interrupts
+from . import environ, errors, fastpath, figures, interrupts
 
 
 class Runner:
@@ -21,6 +24,7 @@ class Runner:
     def __init__(self, shell, channel):
         self.shell = shell
         self.channel = channel
+        self.fast = fastpath.FastPath(shell)
 
     def execute(self, request):
         """Run one execute request and send its results, error and end."""
@@ -54,7 +58,7 @@ class Runner:
         try:
             with interrupts.armed():
                 try:
-                    shell.run_cell(code, store_history=True)
+                    self.fast.run_cell(code)
                 finally:
                     figures.flush()
         except KeyboardInterrupt:

@@ -30,6 +30,7 @@ import warnings
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
+from IPython.core.history import HistoryManager
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Type
@@ -46,6 +47,16 @@ _NO_INDEX = ("package installation is not available in sandboxd contexts: "
 class _ResultHook(DisplayHook):
     """Display hook: the last expression value becomes the main result."""
 
+    exec_result = None  # a plain attribute, not a trait (see SandboxShell)
+
+    def quiet(self):
+        """IPython's test (does the cell end with ``;``?), skipping the
+        tokenizer when the cell has no ``;`` at all."""
+        hist = self.shell.history_manager.input_hist_parsed
+        if hist and ";" not in hist[-1]:
+            return False
+        return super().quiet()
+
     def start_displayhook(self):
         pass
 
@@ -57,6 +68,13 @@ class _ResultHook(DisplayHook):
 
     def finish_displayhook(self):
         pass
+
+
+class _History(HistoryManager):
+    """History with the ``_i*`` input caches as plain attributes (each run
+    sets all four; see SandboxShell for why)."""
+
+    _i00 = _i = _ii = _iii = ""
 
 
 class _ResultPublisher(DisplayPublisher):
@@ -102,6 +120,14 @@ class SandboxShell(InteractiveShell):
     display_pub_class = Type(_ResultPublisher)
     system = InteractiveShell.system_raw
 
+    # Plain attributes instead of IPython's traits of the same names: every
+    # run sets them, a trait set (validation, change notification) costs
+    # about a microsecond each, and nothing observes them.
+    execution_count = 1
+    exit_now = False
+    last_execution_succeeded = True
+    last_execution_result = None
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.sink = None          # callable(result dict) of the current run
@@ -125,6 +151,10 @@ class SandboxShell(InteractiveShell):
 
     def showsyntaxerror(self, filename=None, running_compiled_code=False):
         self.showtraceback()
+
+    def init_history(self):
+        self.history_manager = _History(shell=self, parent=self)
+        self.configurables.append(self.history_manager)
 
     def init_display_formatter(self):
         self.display_formatter = formatters.FastDisplayFormatter(parent=self)
