@@ -15,14 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "command.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
 #include "sse.h"
 
 #define DRAIN_GRACE_MS 300     /* after exit, how long orphans may keep the pipes open */
-#define COMMAND_MAX (1 << 20)
-#define ENV_MAX 256
 
 struct exec_pipe {
     uv_pipe_t h;
@@ -293,42 +292,24 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         http_respond_error(req, status, code, "%s", err);
         return;
     }
-    const char *command = NULL, *cwd_in = NULL, *stdin_s = NULL;
-    const json_t *env = NULL;
+    struct cmd_request cmd;
+    const char *stdin_s = NULL;
     uint64_t timeout = sb->limits.timeout_ms;
-    char cwd[1100];
-    if (jx_string(body, "command", true, COMMAND_MAX, &command, err, sizeof err) ||
-        jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
+    if (cmd_parse(body, &cmd, err, sizeof err) ||
         jx_string(body, "stdin", false, app->cfg->max_body_bytes, &stdin_s, err, sizeof err) ||
-        jx_env_map(body, "env", ENV_MAX, &env, err, sizeof err) ||
-        jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err) ||
-        sbx_resolve_cwd(cwd_in, cwd, sizeof cwd, err, sizeof err)) {
+        jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
-    if (!command[0]) {
-        json_decref(body);
-        http_respond_error(req, 400, "VALIDATION_FAILED", "field 'command' is empty");
-        return;
-    }
 
     struct exec_run *r = calloc(1, sizeof *r);
-    char **envp = sbx_environ(sb, env, NULL);
-    int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, pi[2] = { -1, -1 };
-    if (!r || !envp || pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) ||
-        (stdin_s ? pipe2(pi, O_CLOEXEC) : (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)) {
-        int e = errno;
-        for (int i = 0; i < 2; i++) {
-            if (po[i] >= 0) close(po[i]);
-            if (pe[i] >= 0) close(pe[i]);
-            if (pi[i] >= 0) close(pi[i]);
-        }
+    int pi[2] = { -1, -1 }, out[2];
+    if (!r || (stdin_s && pipe2(pi, O_CLOEXEC))) {
         free(r);
-        free(envp);
         json_decref(body);
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
-                           strerror(e));
+                           strerror(errno));
         return;
     }
     r->req = req;
@@ -336,39 +317,23 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     r->cfg = app->cfg;
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
-    const char *argv[] = { "/bin/sh", "-c", command, NULL };
-    struct jail_spawn_opts so = {
-        .argv = argv, .envp = (const char *const *)envp, .cwd = cwd,
-        .stdin_fd = pi[0], .stdout_fd = po[1], .stderr_fd = pe[1], .extra_fd = -1,
-    };
-    int rc = jail_spawn(sb->jail, &so, exit_cb, r, &r->proc, err, sizeof err);
-    free(envp);
-    close(po[1]);
-    close(pe[1]);
-    close(pi[0]);
+    int rc = cmd_spawn(sb, &cmd, pi[0], exit_cb, r, &r->proc, out, err, sizeof err);
+    if (pi[0] >= 0)
+        close(pi[0]);
     if (rc) {
-        close(po[0]);
-        close(pe[0]);
         if (pi[1] >= 0)
             close(pi[1]);
         free(r);
+        cmd_respond_error(req, rc, &cmd, err, "command");
         json_decref(body);
-        if (rc == -EAGAIN)
-            http_respond_error(req, 429, "LIMIT_REACHED",
-                               "the sandbox is at its process limit: %s", err);
-        else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
-            http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the command in '%s': %s",
-                               cwd, err);
-        else
-            http_respond_error(req, 500, "INTERNAL_ERROR", "cannot start the command: %s", err);
         return;
     }
     sb->nexec++;
     uv_timer_init(uv_default_loop(), &r->timer);
     r->timer.data = r;
     r->handles++;
-    open_pipe(r, &r->out, po[0], "stdout");
-    open_pipe(r, &r->err, pe[0], "stderr");
+    open_pipe(r, &r->out, out[0], "stdout");
+    open_pipe(r, &r->err, out[1], "stderr");
     if (stdin_s) {
         r->stdin_data = strdup(stdin_s);
         uv_pipe_init(uv_default_loop(), &r->in, 0);

@@ -28,14 +28,13 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "command.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
 #include "sse.h"
 
 #define DRAIN_GRACE_MS 300
-#define COMMAND_MAX (64 << 10)
-#define ENV_MAX 256
 #define FOLLOWERS_MAX 256
 #define EVENT_MAX (64 << 10)     /* output bytes per SSE event */
 
@@ -464,20 +463,10 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
         http_respond_error(req, status, code, "%s", err);
         return;
     }
-    const char *command = NULL, *cwd_in = NULL;
-    const json_t *env = NULL;
-    char cwd[1100];
-    if (jx_string(body, "command", true, COMMAND_MAX, &command, err, sizeof err) ||
-        jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
-        jx_env_map(body, "env", ENV_MAX, &env, err, sizeof err) ||
-        sbx_resolve_cwd(cwd_in, cwd, sizeof cwd, err, sizeof err)) {
+    struct cmd_request cmd;
+    if (cmd_parse(body, &cmd, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
-        return;
-    }
-    if (!command[0]) {
-        json_decref(body);
-        http_respond_error(req, 400, "VALIDATION_FAILED", "field 'command' is empty");
         return;
     }
     struct proc_set *set = proc_set_of(sb);
@@ -500,60 +489,31 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     }
 
     struct proc *p = calloc(1, sizeof *p);
-    char **envp = sbx_environ(sb, env, NULL);
-    int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, nul = -1;
-    if (!p || !envp || !(p->command = strdup(command)) || pipe2(po, O_CLOEXEC) ||
-        pipe2(pe, O_CLOEXEC) || (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
-        stamp_id(p->id, sizeof p->id, "proc-")) {
-        int e = errno;
-        for (int i = 0; i < 2; i++) {
-            if (po[i] >= 0) close(po[i]);
-            if (pe[i] >= 0) close(pe[i]);
-        }
-        if (nul >= 0)
-            close(nul);
+    if (!p || !(p->command = strdup(cmd.command)) || stamp_id(p->id, sizeof p->id, "proc-")) {
         if (p)
             free(p->command);
         free(p);
-        free(envp);
         json_decref(body);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: %s",
-                           strerror(e));
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
         return;
     }
-    snprintf(p->cwd, sizeof p->cwd, "%s", cwd);
-    const char *argv[] = { "/bin/sh", "-c", command, NULL };
-    struct jail_spawn_opts so = {
-        .argv = argv, .envp = (const char *const *)envp, .cwd = cwd,
-        .stdin_fd = nul, .stdout_fd = po[1], .stderr_fd = pe[1], .extra_fd = -1,
-    };
-    int rc = jail_spawn(sb->jail, &so, exit_cb, p, &p->jp, err, sizeof err);
-    free(envp);
-    close(po[1]);
-    close(pe[1]);
-    close(nul);
-    json_decref(body);
+    snprintf(p->cwd, sizeof p->cwd, "%s", cmd.cwd);
+    int out[2];
+    int rc = cmd_spawn(sb, &cmd, -1, exit_cb, p, &p->jp, out, err, sizeof err);
     if (rc) {
-        close(po[0]);
-        close(pe[0]);
         free(p->command);
         free(p);
-        if (rc == -EAGAIN)
-            http_respond_error(req, 429, "LIMIT_REACHED",
-                               "the sandbox is at its process limit: %s", err);
-        else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
-            http_respond_error(req, 400, "VALIDATION_FAILED",
-                               "cannot start the process in '%s': %s", cwd, err);
-        else
-            http_respond_error(req, 500, "INTERNAL_ERROR", "cannot start the process: %s", err);
+        cmd_respond_error(req, rc, &cmd, err, "process");
+        json_decref(body);
         return;
     }
+    json_decref(body);
     p->pid = jail_proc_pid(p->jp);
     p->started_ms = stamp_now_ms();
     uv_timer_init(app->loop, &p->timer);
     p->timer.data = p;
     p->handles++;
-    int fds[2] = { po[0], pe[0] };
+    int fds[2] = { out[0], out[1] };
     for (int i = 0; i < 2; i++) {
         struct ppipe *pp = &p->io[i];
         pp->p = p;
