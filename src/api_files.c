@@ -642,13 +642,10 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
     if (!sb)
         return;
     char err[JX_ERR];
-    int status;
-    const char *code, *from = NULL, *to = NULL;
-    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    const char *from = NULL, *to = NULL;
+    json_t *body = jx_body(req, false);
+    if (!body)
         return;
-    }
     if (jx_string(body, "from", true, FILES_PATH_MAX, &from, err, sizeof err) ||
         jx_string(body, "to", true, FILES_PATH_MAX, &to, err, sizeof err)) {
         json_decref(body);
@@ -705,13 +702,10 @@ void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
     if (!sb)
         return;
     char err[JX_ERR];
-    int status;
-    const char *code, *path = NULL;
-    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    const char *path = NULL;
+    json_t *body = jx_body(req, false);
+    if (!body)
         return;
-    }
     if (jx_string(body, "path", true, FILES_PATH_MAX, &path, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);

@@ -17,19 +17,15 @@
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
 {
     char err[JX_ERR];
-    int status;
-    const char *code;
     (void)app;
     sandbox *s = sbx_find(id);
     if (s && get_or_create) {
         jx_respond(req, 200, sbx_to_json(s));
         return;
     }
-    json_t *body = jx_parse_object(req, true, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    json_t *body = jx_body(req, true);
+    if (!body)
         return;
-    }
     struct sbx_limits lim;
     const char *network = "none";
     const json_t *env = NULL;

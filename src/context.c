@@ -959,17 +959,13 @@ static void add_waiter(struct context *c, http_req *req, int kind)
 void api_context_create(struct app *app, http_req *req, const route_params *p)
 {
     char err[JX_ERR];
-    int status;
-    const char *code;
     (void)app;
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = jx_parse_object(req, true, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    json_t *body = jx_body(req, true);
+    if (!body)
         return;
-    }
     const char *lang_s = "python", *cwd_in = NULL;
     const json_t *env = NULL;
     char cwd[1100];
@@ -1097,16 +1093,12 @@ void api_context_restart(struct app *app, http_req *req, const route_params *p)
 void api_execute(struct app *app, http_req *req, const route_params *p)
 {
     char err[JX_ERR];
-    int status;
-    const char *code;
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    json_t *body = jx_body(req, false);
+    if (!body)
         return;
-    }
     const char *src = NULL, *cid = NULL, *lang_s = NULL;
     const json_t *env = NULL;
     uint64_t timeout = sb->limits.timeout_ms;

@@ -282,16 +282,12 @@ static int open_pipe(struct exec_run *r, struct exec_pipe *p, int fd, const char
 void api_exec(struct app *app, http_req *req, const route_params *p)
 {
     char err[JX_ERR];
-    int status;
-    const char *code;
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    json_t *body = jx_body(req, false);
+    if (!body)
         return;
-    }
     struct cmd_request cmd;
     const char *stdin_s = NULL;
     uint64_t timeout = sb->limits.timeout_ms;

@@ -62,6 +62,17 @@ json_t *jx_parse_object(const http_req *req, bool allow_empty, int *status, cons
     return j;
 }
 
+json_t *jx_body(http_req *req, bool allow_empty)
+{
+    char err[JX_ERR];
+    int status;
+    const char *code;
+    json_t *j = jx_parse_object(req, allow_empty, &status, &code, err, sizeof err);
+    if (!j)
+        http_respond_error(req, status, code, "%s", err);
+    return j;
+}
+
 int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen,
               const char **out, char *err, size_t errlen)
 {

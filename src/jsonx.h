@@ -24,6 +24,9 @@
 json_t *jx_parse_object(const http_req *req, bool allow_empty, int *status, const char **code,
                         char *err, size_t errlen);
 
+/* The same for a handler: on failure the request has been answered and NULL is returned. */
+json_t *jx_body(http_req *req, bool allow_empty);
+
 int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen,
               const char **out, char *err, size_t errlen);
 int jx_uint(const json_t *obj, const char *field, uint64_t min, uint64_t max, bool *present,

@@ -447,8 +447,6 @@ static struct proc *lookup(http_req *req, const route_params *rp, sandbox **sbo)
 void api_process_start(struct app *app, http_req *req, const route_params *rp)
 {
     char err[JX_ERR];
-    int status;
-    const char *code;
     sandbox *sb = api_sandbox_lookup(req, rp);
     if (!sb)
         return;
@@ -458,11 +456,9 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
         hook_registered = true;
     }
     log_cap = app->cfg->process_log_bytes;
-    json_t *body = jx_parse_object(req, false, &status, &code, err, sizeof err);
-    if (!body) {
-        http_respond_error(req, status, code, "%s", err);
+    json_t *body = jx_body(req, false);
+    if (!body)
         return;
-    }
     struct cmd_request cmd;
     if (cmd_parse(body, &cmd, err, sizeof err)) {
         json_decref(body);
