@@ -169,12 +169,34 @@ class SandboxShell(InteractiveShell):
 
     def cell_files(self, current):
         """Map IPython's cell file names to ``(label, raw lines)`` for errors;
-        run ``current`` is labelled ``<cell>``, others ``<cell N>``."""
-        files = {}
-        for name, number in self.compile._filename_map.items():
-            label = "<cell>" if number == current else "<cell %d>" % number
-            files[name] = (label, self.cell_sources.get(number, []))
-        return files
+        run ``current`` is labelled ``<cell>``, others ``<cell N>``. Looked up per
+        frame, so an error costs the same after 10 or 100,000 runs."""
+        return _CellFiles(self.compile._filename_map, self.cell_sources, current)
+
+
+class _CellFiles:
+    """The read-only mapping ``cell_files()`` returns (get, in, [])."""
+
+    def __init__(self, filename_map, sources, current):
+        self._map = filename_map
+        self._sources = sources
+        self._current = current
+
+    def get(self, name, default=None):
+        number = self._map.get(name)
+        if number is None:
+            return default
+        label = "<cell>" if number == self._current else "<cell %d>" % number
+        return label, self._sources.get(number, [])
+
+    def __contains__(self, name):
+        return name in self._map
+
+    def __getitem__(self, name):
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
 
 
 def _warm_up(shell):

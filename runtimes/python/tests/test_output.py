@@ -23,10 +23,11 @@ def test_stdout_stderr_and_fd_level_output_in_order(ctx):
 
 def test_output_streams_while_the_cell_runs(ctx):
     ctx.send({"type": "execute", "id": "stream", "code":
-              "import time\nprint('early', flush=False)\ntime.sleep(0.5)\nprint('late')"})
+              "import time\nprint('early', flush=False)\ntime.sleep(3)\nprint('late')"})
     start = time.monotonic()
     msg = ctx.next_message()
-    assert time.monotonic() - start < 0.4 and msg["text"] == "early"
+    # well before the cell ends (a generous bound: the machine may be busy)
+    assert time.monotonic() - start < 2 and msg["text"] == "early"
     run = ctx.collect("stream")
     assert run.stdout == "\nlate\n"
 
