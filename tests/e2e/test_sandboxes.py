@@ -140,3 +140,13 @@ def test_restart_after_a_crash_cleans_up():
         assert Sandbox(d2, "crashy").sh("ls /workspace") == ""    # the id is usable again
     finally:
         assert d2.stop() == 0
+
+
+def test_cpu_quota_is_enforced(daemon):
+    """cpus 0.2: a busy loop of 1.5 s wall time gets about 0.3 s of CPU (1.5 s unlimited)."""
+    s = Sandbox(daemon, "cpuq", limits={"cpus": 0.2})
+    code = ("import os, time\nt = time.time()\nwhile time.time() - t < 1.5: pass\n"
+            "c = os.times()\nprint(round(c.user + c.system, 2))")
+    used = float(s.sh("python3 -c \"$C\"", env={"C": code}))
+    assert used < 0.75, used
+    s.delete()
