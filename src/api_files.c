@@ -39,7 +39,6 @@
 
 #define UPLOAD_BUF (1u << 20)       /* each of the two upload buffers */
 #define DOWNLOAD_CHUNK (256u << 10) /* one read of a download */
-#define LIST_MAX 10000              /* directory entries listed at most */
 
 /* ---- shared helpers ---- */
 
@@ -444,7 +443,7 @@ static void dl_abort(http_req *req, void *arg)
     /* a read in flight ends it from dl_read_cb */
 }
 
-static void send_listing(http_req *req, int fd, const char *shown)
+static void send_listing(http_req *req, int fd, const char *shown, size_t max)
 {
     DIR *dir = fdopendir(fd);
     if (!dir) {
@@ -460,7 +459,7 @@ static void send_listing(http_req *req, int fd, const char *shown)
         const char *n = de->d_name;
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
             continue;
-        if (json_array_size(entries) >= LIST_MAX) {
+        if (json_array_size(entries) >= max) {
             truncated = true;
             break;
         }
@@ -514,7 +513,7 @@ void api_files_get(struct app *app, http_req *req, const route_params *p)
         return;
     }
     if (S_ISDIR(st.st_mode)) {
-        send_listing(req, fd, shown);
+        send_listing(req, fd, shown, app->cfg->max_list_entries);
         return;
     }
     if (!S_ISREG(st.st_mode)) {

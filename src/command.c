@@ -12,13 +12,14 @@
 
 #include "jsonx.h"
 
-int cmd_parse(const json_t *body, struct cmd_request *c, char *err, size_t errlen)
+int cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
+              size_t errlen)
 {
     const char *cwd_in = NULL;
     memset(c, 0, sizeof *c);
-    if (jx_string(body, "command", true, CMD_COMMAND_MAX, &c->command, err, errlen) ||
+    if (jx_string(body, "command", true, cfg->max_code_bytes, &c->command, err, errlen) ||
         jx_string(body, "cwd", false, 1024, &cwd_in, err, errlen) ||
-        jx_env_map(body, "env", CMD_ENV_MAX, &c->env, err, errlen) ||
+        jx_env_map(body, "env", cfg->max_env_vars, &c->env, err, errlen) ||
         sbx_resolve_cwd(cwd_in, c->cwd, sizeof c->cwd, err, errlen))
         return -1;
     if (!c->command[0]) {

@@ -13,18 +13,17 @@
 #include "jail.h"
 #include "sandbox.h"
 
-#define CMD_COMMAND_MAX (1 << 20)
-#define CMD_ENV_MAX 256
-
 struct cmd_request {
     const char *command;       /* borrowed from the request body */
     const json_t *env;         /* borrowed; NULL when absent */
     char cwd[1100];            /* resolved against /workspace */
 };
 
-/* Read "command" (required, not empty), "cwd" and "env" from body. 0, or -1 with err
- * naming the bad field (the request should get 400 VALIDATION_FAILED). */
-int cmd_parse(const json_t *body, struct cmd_request *c, char *err, size_t errlen);
+/* Read "command" (required, not empty, at most --max-code-bytes), "cwd" and "env" (at
+ * most --max-env-vars) from body. 0, or -1 with err naming the bad field (the request
+ * should get 400 VALIDATION_FAILED). */
+int cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
+              size_t errlen);
 
 /* Spawn the command in sb: stdin is stdin_fd (-1: /dev/null), stdout/stderr are new pipes
  * whose read ends (O_CLOEXEC) are returned in out_fds. 0, or -errno with err set and

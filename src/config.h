@@ -48,6 +48,12 @@ struct config {
     uint64_t max_file_bytes;
     uint64_t process_log_bytes;
     uint64_t max_processes;
+    uint64_t max_code_bytes;
+    uint64_t max_env_vars;
+    uint64_t context_start_timeout_ms;
+    uint64_t drain_grace_ms;
+    uint64_t max_list_entries;
+    uint64_t max_followers;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -33,9 +33,6 @@
 #include "sse.h"
 #include "zygote_client.h"
 
-#define START_TIMEOUT_MS 30000
-#define CODE_MAX (4 << 20)
-#define ENV_MAX 256
 
 static const char *const LANG_NAMES[] = { "python", "javascript", "typescript" };
 
@@ -715,7 +712,7 @@ static int proc_start(struct context *c, char *err, size_t errlen)
     c->proc = p;
     c->state = ST_STARTING;
     set_paused(c, false);
-    uv_timer_start(&c->timer, ctx_timer_cb, START_TIMEOUT_MS, 0);
+    uv_timer_start(&c->timer, ctx_timer_cb, APP->cfg->context_start_timeout_ms, 0);
     return 0;
 fail:
     free(envp);
@@ -758,7 +755,7 @@ static void send_execute(struct context *c, struct ctx_run *r)
                           json_object_get(r->body, "code"));
     json_object_set_new(m, "envVars", env ? json_incref(env) : json_object());
     buf b;
-    buf_init(&b, CODE_MAX * 7 + (1 << 20));
+    buf_init(&b, APP->cfg->max_code_bytes * 7 + (1 << 20));
     char *s = json_dumps(m, JSON_COMPACT);
     json_decref(m);
     if (s && buf_puts(&b, s) == 0 && buf_append(&b, "\n", 1) == 0)
@@ -801,7 +798,8 @@ static void ctx_timer_cb(uv_timer_t *t)
     struct context *c = t->data;
     struct ctx_proc *p = c->proc;
     if (c->state == ST_STARTING) {
-        log_warn("context %s did not get ready within %d ms", c->id, START_TIMEOUT_MS);
+        log_warn("context %s did not get ready within %llu ms", c->id,
+                 (unsigned long long)APP->cfg->context_start_timeout_ms);
         if (p)
             ctx_proc_died(c, p);
         return;
@@ -971,7 +969,7 @@ void api_context_create(struct app *app, http_req *req, const route_params *p)
     char cwd[1100];
     if (jx_string(body, "language", false, 32, &lang_s, err, sizeof err) ||
         jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
-        jx_env_map(body, "envVars", ENV_MAX, &env, err, sizeof err) ||
+        jx_env_map(body, "envVars", APP->cfg->max_env_vars, &env, err, sizeof err) ||
         sbx_resolve_cwd(cwd_in, cwd, sizeof cwd, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
@@ -1102,10 +1100,10 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
     const char *src = NULL, *cid = NULL, *lang_s = NULL;
     const json_t *env = NULL;
     uint64_t timeout = sb->limits.timeout_ms;
-    if (jx_string(body, "code", true, CODE_MAX, &src, err, sizeof err) ||
+    if (jx_string(body, "code", true, APP->cfg->max_code_bytes, &src, err, sizeof err) ||
         jx_string(body, "context", false, 64, &cid, err, sizeof err) ||
         jx_string(body, "language", false, 32, &lang_s, err, sizeof err) ||
-        jx_env_map(body, "envVars", ENV_MAX, &env, err, sizeof err) ||
+        jx_env_map(body, "envVars", APP->cfg->max_env_vars, &env, err, sizeof err) ||
         jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);

@@ -21,7 +21,6 @@
 #include "sandbox.h"
 #include "sse.h"
 
-#define DRAIN_GRACE_MS 300     /* after exit, how long orphans may keep the pipes open */
 
 struct exec_pipe {
     uv_pipe_t h;
@@ -232,7 +231,7 @@ static void timer_cb(uv_timer_t *t)
     }
     /* drain grace over: orphans still hold the pipes */
     if (r->paused) {
-        uv_timer_start(&r->timer, timer_cb, DRAIN_GRACE_MS, 0);
+        uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
         return;
     }
     close_pipe(&r->out);
@@ -253,7 +252,7 @@ static void exit_cb(jail_proc *p, int status, void *arg)
         r->sb = NULL;
     }
     if (r->out.open || r->err.open)
-        uv_timer_start(&r->timer, timer_cb, DRAIN_GRACE_MS, 0);
+        uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
     run_finish(r);
 }
 
@@ -291,7 +290,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     struct cmd_request cmd;
     const char *stdin_s = NULL;
     uint64_t timeout = sb->limits.timeout_ms;
-    if (cmd_parse(body, &cmd, err, sizeof err) ||
+    if (cmd_parse(body, app->cfg, &cmd, err, sizeof err) ||
         jx_string(body, "stdin", false, app->cfg->max_body_bytes, &stdin_s, err, sizeof err) ||
         jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err)) {
         json_decref(body);

@@ -34,8 +34,6 @@
 #include "sandbox.h"
 #include "sse.h"
 
-#define DRAIN_GRACE_MS 300
-#define FOLLOWERS_MAX 256
 #define EVENT_MAX (64 << 10)     /* output bytes per SSE event */
 
 static const char *const STREAM[2] = { "stdout", "stderr" };
@@ -95,6 +93,7 @@ struct proc_set {
 
 static bool hook_registered;
 static uint64_t log_cap;
+static uint64_t drain_grace_ms;   /* --drain-grace-ms, set with log_cap */
 
 /* ---- helpers ---- */
 
@@ -388,7 +387,7 @@ static void exit_cb(jail_proc *jp, int status, void *arg)
     p->jp = NULL;
     p->ended_ms = stamp_now_ms();
     if (p->io[0].open || p->io[1].open)
-        uv_timer_start(&p->timer, timer_cb, DRAIN_GRACE_MS, 0);
+        uv_timer_start(&p->timer, timer_cb, drain_grace_ms, 0);
     proc_finish(p);
 }
 
@@ -456,11 +455,12 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
         hook_registered = true;
     }
     log_cap = app->cfg->process_log_bytes;
+    drain_grace_ms = app->cfg->drain_grace_ms;
     json_t *body = jx_body(req, false);
     if (!body)
         return;
     struct cmd_request cmd;
-    if (cmd_parse(body, &cmd, err, sizeof err)) {
+    if (cmd_parse(body, app->cfg, &cmd, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
@@ -645,7 +645,7 @@ void api_process_logs(struct app *app, http_req *req, const route_params *rp)
     unsigned n = 0;
     for (struct follower *f = p->followers; f; f = f->next)
         n++;
-    if (n >= FOLLOWERS_MAX) {
+    if (n >= app->cfg->max_followers) {
         http_respond_error(req, 429, "LIMIT_REACHED", "process %s has %u followers, the limit",
                            p->id, n);
         return;

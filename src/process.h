@@ -12,7 +12,7 @@
  * Logs are read whole (JSON: what the rings hold plus how much was dropped) or followed
  * (SSE): a follower first gets what the rings still hold, then output as it arrives, then
  * an `exit` event. Followers are independent and any number of them may follow a process
- * (up to FOLLOWERS_MAX). A slow follower never slows the process or the others: it reads
+ * (up to --max-followers). A slow follower never slows the process or the others: it reads
  * from the ring at its own pace, and when it falls so far behind that the ring has
  * overwritten what it had not read yet, it skips to the oldest byte still held and gets a
  * `dropped` event {"stream","bytes"} saying how much it missed.

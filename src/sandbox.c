@@ -15,8 +15,7 @@
 #include "log.h"
 
 #define NBUCKETS 1024
-#define ENV_MAX_ENTRIES 1024
-#define ENV_MAX_BYTES (1 << 20)
+#define ENV_MAX_BYTES (1 << 20)    /* the whole environment: execve's own limit is ~2 MiB */
 
 static const struct config *cfg;
 static sandbox *buckets[NBUCKETS];
@@ -274,7 +273,7 @@ char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
     json_object_foreach(merged, k, v)
         bytes += strlen(k) + json_string_length(v) + 2;
     char **envp = NULL;
-    if (n <= ENV_MAX_ENTRIES && bytes <= ENV_MAX_BYTES)
+    if (bytes <= ENV_MAX_BYTES)
         envp = malloc((n + 1) * sizeof(char *) + bytes);
     if (envp) {
         char *p = (char *)(envp + n + 1);

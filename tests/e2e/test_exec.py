@@ -167,3 +167,20 @@ def test_oom_is_reported(daemon):
     assert out["oomKilled"] is True and out["exitCode"] == 137, out
     assert s.sh("echo alive") == "alive\n"
     s.delete()
+
+
+def test_request_size_limits(make_daemon):
+    d = make_daemon("--max-code-bytes", "1024", "--max-env-vars", "2")
+    s = Sandbox(d, "caps")
+    url = "/v1/sandboxes/caps/"
+    status, e = d.json("POST", url + "exec", {"command": "echo " + "a" * 2000})
+    assert status == 400 and "'command'" in e["message"] and "1024" in e["message"]
+    status, e = d.json("POST", url + "execute", {"code": "#" * 2000})
+    assert status == 400 and "'code'" in e["message"]
+    env = {"A": "1", "B": "2", "C": "3"}
+    status, e = d.json("POST", url + "exec", {"command": "true", "env": env})
+    assert status == 400 and "'env'" in e["message"] and "3 entries" in e["message"]
+    status, e = d.json("POST", url + "execute", {"code": "1", "envVars": env})
+    assert status == 400 and "'envVars'" in e["message"]
+    assert s.sh("echo ok", env={"A": "1"}) == "ok\n"
+    s.delete()
