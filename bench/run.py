@@ -25,7 +25,8 @@ from common import ROOT, machine  # noqa: E402
 from util import fmt  # noqa: E402
 
 LOAD0 = open("/proc/loadavg").read().strip()
-MODULES = ["contexts", "roundtrip", "memory", "density", "throughput", "exec", "results"]
+MODULES = ["contexts", "roundtrip", "memory", "density", "throughput", "exec", "results",
+           "fairness"]
 
 
 def sh(cmd, **kw):
