@@ -5,8 +5,18 @@
  * tmpfs when disk_bytes > 0 and we are root), a cgroup below the daemon's own, and a
  * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
  * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
- * (jail_proto.h) is request/reply for spawns and adoptions (we block on the reply, which
- * is bounded and short) and asynchronous for exits (uv_poll on the socket).
+ * (jail_proto.h) is request/answer for spawns and adoptions and one-way for exits and
+ * kills; the daemon's end is non-blocking and watched with uv_poll, and never waited on:
+ *   - messages to init go through a per-sandbox queue (struct ctl_msg, holding dups of
+ *     the fds it carries) flushed whenever the socket is writable; the queue is bounded
+ *     by max_pending requests plus kills, which are deduplicated while unsent;
+ *   - a request waiting for its answer is a struct jail_req with a deadline; the jail's
+ *     timer is armed for the earliest one, and an answer that comes after its request
+ *     timed out or was cancelled is consumed here (a process started for it is killed
+ *     and tracked until its exit, so nothing runs untracked);
+ *   - creation waits for init's READY the same way, with its own deadline.
+ * Requests are answered in the order init answers them, each exactly once; when init dies
+ * or the sandbox is destroyed, whatever still waits is answered with an error.
  *
  * Exit statuses: init reports the wait status of every process it spawned. Processes
  * that entered by themselves (zygote children, jail_adopt) are not init's children: the
@@ -47,8 +57,10 @@
 #include <unistd.h>
 
 #define JAIL_PATH_MAX 512
-#define CREATE_TIMEOUT_MS 10000
-#define REPLY_TIMEOUT_MS 10000
+#define DEFAULT_START_TIMEOUT_MS 10000
+#define DEFAULT_REPLY_TIMEOUT_MS 10000
+#define DEFAULT_MAX_PENDING 64
+#define CTL_RECV_MAX 1024      /* answers from init: a header and a sentence at most */
 #define DESTROY_TICK_MS 1
 #define DESTROY_MAX_TICKS 3000
 #define ADOPT_RETRIES 100
@@ -75,6 +87,32 @@ struct jail_proc {
     jail_proc *prev, *next;
 };
 
+/* A message for init, not sent yet (the socket was full). */
+struct ctl_msg {
+    struct ctl_msg *next;
+    struct jp_hdr h;
+    int fds[JP_MAX_FDS];       /* our own dups, closed once sent or dropped */
+    int nfds;
+    jail_req *req;             /* the request it carries, or NULL (a kill) */
+    char payload[];            /* h.len bytes */
+};
+
+struct jail_req {
+    jail *j;
+    uint32_t id;
+    uint32_t type;             /* JP_SPAWN or JP_ADOPT */
+    pid_t ns_pid;              /* JP_ADOPT: the process to adopt */
+    bool abandoned;            /* timed out or cancelled after it was sent: the answer is
+                                  consumed by the jail, nobody is called */
+    int64_t deadline;          /* now_ms() value; unused once abandoned */
+    struct ctl_msg *msg;       /* its message while unsent, else NULL */
+    jail_started_cb on_started;
+    jail_exit_cb on_exit;
+    void *arg;
+    char what[64];             /* argv[0], for error sentences */
+    jail_req *prev, *next;     /* j->reqs, oldest first */
+};
+
 struct jail {
     uv_loop_t *loop;
     char id[64];
@@ -87,15 +125,25 @@ struct jail {
     int ctl;
     uv_poll_t poll;
     bool poll_init;
-    uv_timer_t timer;
+    int poll_events;           /* what the poll watches now */
+    uv_timer_t timer;          /* creation deadline, request deadlines, destroy ticks */
     bool timer_init;
     pid_t inner;
     int inner_pidfd;
     unsigned long long userns_ino;
     uint32_t next_id;
     jail_proc *procs;
-    struct exit_rec *pending;  /* exits read while blocked on a reply */
+    jail_req *reqs, *reqs_tail;
+    unsigned nreqs;            /* requests someone waits for (not abandoned) */
+    struct ctl_msg *out, *out_tail;
+    int send_err;              /* a send failed for good: init is treated as gone */
+    struct exit_rec *pending;  /* exits read while tearing down */
     size_t npending, cap_pending;
+    bool creating;             /* waiting for init's READY */
+    jail_ready_cb on_ready;    /* until it is called */
+    void *ready_arg;
+    int create_rc;             /* why creation failed (reported once the jail is gone) */
+    char create_msg[256];
     bool destroying, dead;
     int ticks;
     int handles;               /* open handles of the jail itself */
@@ -114,6 +162,7 @@ static struct {
     char runtimes_dir[JAIL_PATH_MAX];
     uid_t uid_base;
     unsigned max;
+    unsigned start_timeout_ms, reply_timeout_ms, max_pending;
     unsigned char *slots;
     jail *jails;
 } G;
@@ -207,7 +256,7 @@ static int rm_tree(const char *path)
     return rc;
 }
 
-/* ---- control socket -------------------------------------------------------------- */
+/* ---- control socket: the queue of messages for init ----------------------------- */
 
 static void pending_push(jail *j, pid_t pid, int status)
 {
@@ -223,77 +272,117 @@ static void pending_push(jail *j, pid_t pid, int status)
 }
 
 static void on_timer(uv_timer_t *t);
+static void on_ctl(uv_poll_t *h, int status, int events);
 
-/* Read messages until one of type want (or JP_FAIL) arrives; EXITs are queued. */
-static int ctl_wait(jail *j, uint32_t want, uint32_t id, struct jp_hdr *out, int *fd_out,
-                    char *payload, size_t cap, int timeout_ms)
+static void msg_free(struct ctl_msg *m)
 {
-    char small[256];
-    int64_t deadline = now_ms() + timeout_ms;
-    if (fd_out)
-        *fd_out = -1;
-    for (;;) {
-        struct jp_hdr h;
-        int fds[JP_MAX_FDS], nfds = 0;
-        int rc = payload ? jp_recv(j->ctl, &h, payload, cap, fds, &nfds)
-                         : jp_recv(j->ctl, &h, small, sizeof small, fds, &nfds);
-        if (rc == 1) {
-            bool match = (h.type == want && (!id || h.id == id)) || h.type == JP_FAIL;
-            if (h.type == JP_EXIT)
-                pending_push(j, h.a, h.b);
-            else if (h.type == JP_HELLO)
-                j->inner = h.a;
-            if (match) {
-                *out = h;
-                for (int i = 0; i < nfds; i++) {
-                    if (i == 0 && fd_out)
-                        *fd_out = fds[0];
-                    else
-                        close(fds[i]);
-                }
-                return 0;
-            }
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            continue;
-        }
-        if (rc == 0)
-            return -EPIPE;
-        if (rc != -EAGAIN && rc != -EBADMSG)
-            return rc;
-        if (rc == -EBADMSG)
-            continue;
-        int64_t left = deadline - now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { j->ctl, POLLIN, 0 };
-        (void)poll(&p, 1, (int)left);
+    for (int i = 0; i < m->nfds; i++)
+        close(m->fds[i]);
+    free(m);
+}
+
+/* Watch for writability only while something waits to be sent. */
+static void poll_update(jail *j)
+{
+    if (!j->poll_init || j->destroying || j->dead)
+        return;
+    int ev = UV_READABLE | UV_DISCONNECT | (j->out ? UV_WRITABLE : 0);
+    if (ev != j->poll_events) {
+        j->poll_events = ev;
+        uv_poll_start(&j->poll, ev, on_ctl);
     }
 }
 
-/* Send, waiting (bounded) while the socket is full; queues EXITs read meanwhile. */
-static int ctl_send(jail *j, const struct jp_hdr *h, const void *payload, const int *fds, int nfds)
+/* Send what the socket takes now, oldest first; the rest waits for UV_WRITABLE. A send
+ * that fails for good means init is gone: the timer (not this call, which may run inside
+ * jail_spawn) then answers every request. */
+static void ctl_flush(jail *j)
 {
-    int64_t deadline = now_ms() + REPLY_TIMEOUT_MS;
-    for (;;) {
-        int rc = jp_send(j->ctl, h, payload, fds, nfds);
-        if (rc != -EAGAIN)
-            return rc;
-        if (now_ms() > deadline)
-            return -ETIMEDOUT;
-        /* Init may be blocked sending to us: drain our side. */
-        struct jp_hdr in;
-        char small[64];
-        int rfds[JP_MAX_FDS], n;
-        while (jp_recv(j->ctl, &in, small, sizeof small, rfds, &n) == 1) {
-            for (int i = 0; i < n; i++)
-                close(rfds[i]);
-            if (in.type == JP_EXIT)
-                pending_push(j, in.a, in.b);
+    while (j->out && j->ctl >= 0 && !j->dead && !j->send_err) {
+        struct ctl_msg *m = j->out;
+        int rc = jp_send(j->ctl, &m->h, m->payload, m->fds, m->nfds);
+        if (rc == -EAGAIN)
+            break;
+        j->out = m->next;
+        if (!j->out)
+            j->out_tail = NULL;
+        if (m->req)
+            m->req->msg = NULL;
+        msg_free(m);
+        if (rc < 0) {
+            j->send_err = rc;
+            if (j->timer_init && !j->destroying)
+                uv_timer_start(&j->timer, on_timer, 0, 0);
         }
-        struct pollfd p = { j->ctl, POLLOUT, 0 };
-        (void)poll(&p, 1, 10);
     }
+    poll_update(j);
+}
+
+/* Take a message out of the queue (it was never sent) and free it. */
+static void ctl_unqueue(jail *j, struct ctl_msg *m)
+{
+    struct ctl_msg *prev = NULL;
+    for (struct ctl_msg *x = j->out; x; prev = x, x = x->next) {
+        if (x != m)
+            continue;
+        if (prev)
+            prev->next = x->next;
+        else
+            j->out = x->next;
+        if (j->out_tail == x)
+            j->out_tail = prev;
+        break;
+    }
+    if (m->req)
+        m->req->msg = NULL;
+    msg_free(m);
+    poll_update(j);
+}
+
+/* Queue a message (payload copied, fds dupped) and send what can be sent. 0 or -errno. */
+static int ctl_queue(jail *j, const struct jp_hdr *h, const void *payload, const int *fds,
+                     int nfds, jail_req *req)
+{
+    struct ctl_msg *m = malloc(sizeof *m + h->len);
+    if (!m)
+        return -ENOMEM;
+    m->next = NULL;
+    m->h = *h;
+    m->req = req;
+    m->nfds = 0;
+    if (h->len)
+        memcpy(m->payload, payload, h->len);
+    for (int i = 0; i < nfds; i++) {
+        int fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+            int e = -errno;
+            msg_free(m);
+            return e;
+        }
+        m->fds[m->nfds++] = fd;
+    }
+    if (j->out_tail)
+        j->out_tail->next = m;
+    else
+        j->out = m;
+    j->out_tail = m;
+    if (req)
+        req->msg = m;
+    ctl_flush(j);
+    return 0;
+}
+
+/* Ask init to signal pid's process group. An identical kill still queued is not queued
+ * twice, so the queue stays bounded whatever callers repeat. */
+static int ctl_kill(jail *j, pid_t pid, int sig, bool adopted)
+{
+    if (j->dead || j->ctl < 0 || j->send_err)
+        return -ESRCH;
+    for (const struct ctl_msg *m = j->out; m; m = m->next)
+        if (m->h.type == JP_KILL && m->h.a == pid && m->h.b == sig)
+            return 0;
+    struct jp_hdr h = { .type = JP_KILL, .a = pid, .b = sig, .c = adopted };
+    return ctl_queue(j, &h, NULL, NULL, 0, NULL);
 }
 
 /* ---- process bookkeeping --------------------------------------------------------- */
@@ -364,12 +453,6 @@ static void flush_pending(jail *j)
     }
 }
 
-static void schedule_flush(jail *j)
-{
-    if (j->npending && j->timer_init && !j->destroying)
-        uv_timer_start(&j->timer, on_timer, 0, 0);
-}
-
 /* waitid() status → wait(2) status. */
 static int status_from_siginfo(const siginfo_t *si)
 {
@@ -426,13 +509,199 @@ static void on_adopt_poll(uv_poll_t *h, int status, int events)
     adopted_try(h->data);
 }
 
+/* ---- requests waiting for init ------------------------------------------------------ */
+
+static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out);
+
+static void req_unlink(jail *j, jail_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        j->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        j->reqs_tail = r->prev;
+    r->prev = r->next = NULL;
+    if (!r->abandoned)
+        j->nreqs--;
+}
+
+static jail_req *req_find(jail *j, uint32_t id, uint32_t type)
+{
+    for (jail_req *r = j->reqs; r; r = r->next)
+        if (r->id == id && r->type == type)
+            return r;
+    return NULL;
+}
+
+/* Arm the timer for the earliest deadline of a request someone waits for. */
+static void req_arm(jail *j)
+{
+    if (!j->timer_init || j->destroying || j->creating || j->send_err)
+        return;
+    int64_t first = INT64_MAX;
+    for (const jail_req *r = j->reqs; r; r = r->next)
+        if (!r->abandoned && r->deadline < first)
+            first = r->deadline;
+    if (first == INT64_MAX) {
+        uv_timer_stop(&j->timer);
+        return;
+    }
+    int64_t left = first - now_ms();
+    uv_timer_start(&j->timer, on_timer, left > 0 ? (uint64_t)left : 0, 0);
+}
+
+/* Nobody waits for r any more. Unsent, it is dropped (init never sees it); sent, it stays
+ * listed as abandoned until init answers, and the answer is consumed here. */
+static void req_abandon(jail *j, jail_req *r)
+{
+    if (!r->abandoned) {
+        r->abandoned = true;
+        j->nreqs--;
+    }
+    r->on_started = NULL;
+    if (r->msg) {
+        ctl_unqueue(j, r->msg);
+        req_unlink(j, r);
+        free(r);
+    }
+}
+
+/* Answer every request with rc (init is gone, or the sandbox is): used once, when no
+ * more answers can come. Callbacks may call back into the jail; they find it dead or
+ * destroying, and every request is taken off the list before its callback runs. */
+static void reqs_fail_all(jail *j, int rc, const char *why)
+{
+    while (j->out) {
+        struct ctl_msg *m = j->out;
+        j->out = m->next;
+        if (m->req)
+            m->req->msg = NULL;
+        msg_free(m);
+    }
+    j->out_tail = NULL;
+    while (j->reqs) {
+        jail_req *r = j->reqs;
+        bool waited = !r->abandoned;
+        req_unlink(j, r);
+        if (waited && r->on_started)
+            r->on_started(NULL, rc, why, r->arg);
+        free(r);
+    }
+}
+
+/* The timer fired in the running state: answer the requests whose deadline passed. One
+ * at a time from the head, since a callback may cancel or add others. */
+static void reqs_expire(jail *j)
+{
+    for (;;) {
+        if (j->destroying || j->dead)
+            return;
+        int64_t now = now_ms();
+        jail_req *r = j->reqs;
+        while (r && (r->abandoned || r->deadline > now))
+            r = r->next;
+        if (!r)
+            break;
+        jail_started_cb cb = r->on_started;
+        void *arg = r->arg;
+        char msg[256];
+        snprintf(msg, sizeof msg, "the sandbox did not %s %s within %u ms (its init is "
+                 "short of CPU or blocked; --init-reply-timeout-ms)",
+                 r->type == JP_SPAWN ? "start" : "adopt", r->what, G.reply_timeout_ms);
+        req_abandon(j, r);
+        if (cb)
+            cb(NULL, -ETIMEDOUT, msg, arg);
+    }
+    req_arm(j);
+}
+
+/* JP_SPAWNED: the process runs (a > 0, its pid inside) or could not start (a < 0). */
+static void on_spawned(jail *j, const struct jp_hdr *m)
+{
+    jail_req *r = req_find(j, m->id, JP_SPAWN);
+    if (!r)
+        return;   /* not a request of ours: init answers only what we asked */
+    bool waited = !r->abandoned;
+    req_unlink(j, r);
+    req_arm(j);
+    int rc = m->a > 0 ? 0 : m->a < 0 ? m->a : -EIO;
+    jail_proc *p = NULL;
+    if (!rc) {
+        p = calloc(1, sizeof *p);
+        if (!p)
+            rc = -ENOMEM;
+        else {
+            p->pid = m->a;
+            p->pidfd = -1;
+            if (waited) {
+                p->cb = r->on_exit;
+                p->arg = r->arg;
+            }
+            proc_link(j, p);   /* tracked until init reports its exit */
+        }
+        if (!p || !waited)
+            (void)ctl_kill(j, m->a, SIGKILL, false);   /* it runs for nobody: end it */
+    }
+    if (waited && r->on_started) {
+        char msg[128];
+        if (rc)
+            snprintf(msg, sizeof msg, "could not start %s: %s", r->what, strerror(-rc));
+        r->on_started(rc ? NULL : p, rc, rc ? msg : NULL, r->arg);
+    }
+    free(r);
+}
+
+/* JP_ADOPTED: a pidfd of the process (a == 0) or why not (a < 0). fd is taken over. */
+static void on_adopted(jail *j, const struct jp_hdr *m, int fd)
+{
+    jail_req *r = req_find(j, m->id, JP_ADOPT);
+    if (!r) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    bool waited = !r->abandoned;
+    req_unlink(j, r);
+    req_arm(j);
+    int rc = m->a < 0 ? m->a : fd < 0 ? -EPROTO : 0;
+    jail_proc *p = NULL;
+    if (!rc) {
+        if (!waited)
+            (void)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);   /* for nobody */
+        rc = adopt_pidfd(j, r->ns_pid, fd, waited ? r->on_exit : NULL, r->arg, &p);
+        fd = -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (waited && r->on_started) {
+        char msg[96];
+        if (rc)
+            snprintf(msg, sizeof msg, "could not adopt pid %d: %s", (int)r->ns_pid,
+                     strerror(-rc));
+        r->on_started(rc ? NULL : p, rc, rc ? msg : NULL, r->arg);
+    }
+    free(r);
+}
+
 /* ---- loop callbacks ---------------------------------------------------------------- */
+
+static void create_ready(jail *j);
+static void create_failed(jail *j, int rc, const char *msg);
 
 static void ctl_dead(jail *j)
 {
+    if (j->dead)
+        return;
     j->dead = true;
     if (j->poll_init && uv_is_active((uv_handle_t *)&j->poll))
         uv_poll_stop(&j->poll);
+    if (j->creating) {
+        create_failed(j, -EPIPE, "sandbox init exited before it was ready");
+        return;
+    }
     flush_pending(j);
     /* Init is gone, so is its pid namespace: spawned processes were killed. */
     for (jail_proc *p = j->procs, *n; p; p = n) {
@@ -440,21 +709,67 @@ static void ctl_dead(jail *j)
         if (!p->adopted)
             proc_finish(p, SIGKILL);
     }
+    reqs_fail_all(j, -EPIPE, "the sandbox's init is gone");
+}
+
+/* One message from init. fds are taken over. */
+static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int *fds, int nfds)
+{
+    int fd0 = -1;
+    switch (m->type) {
+    case JP_HELLO:
+        if (j->creating)
+            j->inner = m->a;
+        break;
+    case JP_READY:
+        if (j->creating)
+            create_ready(j);
+        break;
+    case JP_FAIL:
+        if (j->creating) {
+            char msg[sizeof j->create_msg];
+            size_t n = m->len < sizeof msg ? m->len : sizeof msg - 1;
+            memcpy(msg, payload, n);
+            msg[n] = '\0';
+            create_failed(j, m->a < 0 ? m->a : -EIO, n && msg[0] ? msg : "sandbox init failed");
+        }
+        break;
+    case JP_EXIT:
+        dispatch_exit(j, m->a, m->b);
+        break;
+    case JP_SPAWNED:
+        on_spawned(j, m);
+        break;
+    case JP_ADOPTED:
+        if (nfds > 0) {
+            fd0 = fds[0];
+            fds[0] = -1;
+        }
+        on_adopted(j, m, fd0);
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < nfds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
 }
 
 static void on_ctl(uv_poll_t *h, int status, int events)
 {
     jail *j = h->data;
-    (void)events;
-    flush_pending(j);
     if (status < 0) {
         ctl_dead(j);
         return;
     }
+    if (events & UV_WRITABLE)
+        ctl_flush(j);
     for (;;) {
+        if (j->destroying || j->dead)
+            return;   /* a callback destroyed the sandbox: teardown takes over */
         struct jp_hdr m;
-        char buf[256];
-        int fds[JP_MAX_FDS], nfds;
+        char buf[CTL_RECV_MAX];
+        int fds[JP_MAX_FDS], nfds = 0;
         int rc = jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds);
         if (rc == -EAGAIN)
             return;
@@ -464,12 +779,7 @@ static void on_ctl(uv_poll_t *h, int status, int events)
             ctl_dead(j);
             return;
         }
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
-        if (m.type == JP_EXIT)
-            dispatch_exit(j, m.a, m.b);
-        if (j->destroying)
-            return;
+        ctl_handle(j, &m, buf, fds, nfds);
     }
 }
 
@@ -496,17 +806,12 @@ static int slot_alloc(void)
 
 static void jail_teardown_start(jail *j);
 
-int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err, size_t errlen)
+/* Step 1: the jail object, its slot and its place in G.jails. */
+static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err,
+                        size_t errlen)
 {
-    int rc, sv[2] = { -1, -1 };
-    jail *j = NULL;
-    *out = NULL;
-    if (!G.inited) {
-        set_err(err, errlen, "jail_global_init() was not called");
-        return -EINVAL;
-    }
     size_t idlen = strlen(o->id);
-    if (idlen == 0 || idlen >= sizeof j->id || strchr(o->id, '/') || o->id[0] == '.') {
+    if (idlen == 0 || idlen >= sizeof ((jail *)0)->id || strchr(o->id, '/') || o->id[0] == '.') {
         set_err(err, errlen, "invalid sandbox id");
         return -EINVAL;
     }
@@ -515,7 +820,7 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         set_err(err, errlen, "all %u sandbox slots are in use", G.max);
         return slot;
     }
-    j = calloc(1, sizeof *j);
+    jail *j = calloc(1, sizeof *j);
     if (!j) {
         G.slots[slot] = 0;
         set_err(err, errlen, "out of memory");
@@ -531,70 +836,84 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     if (G.jails)
         G.jails->prev = j;
     G.jails = j;
-    uid_t ruid = G.uid_base + 2 * (uid_t)slot, uuid = ruid + 1;
+    *out = j;
+    return 0;
+}
 
+/* Step 2: the sandbox's directory and its workspace (a size-capped tmpfs when root),
+ * owned by the sandbox's user. */
+static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err, size_t errlen)
+{
     char dir[JAIL_PATH_MAX];
-    if ((rc = path_join(dir, sizeof dir, G.sbx_dir, o->id)) ||
-        (rc = path_join(j->ws, sizeof j->ws, dir, "workspace"))) {
+    if (path_join(dir, sizeof dir, G.sbx_dir, o->id) ||
+        path_join(j->ws, sizeof j->ws, dir, "workspace")) {
         set_err(err, errlen, "sandbox path too long");
-        goto fail;
+        return -ENAMETOOLONG;
     }
     /* An existing dir means a live sandbox with this id: fail without touching it. */
     if (mkdir(dir, 0711) < 0) {
-        rc = -errno;
         set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
-        goto fail;
+        return -errno;
     }
     memcpy(j->dir, dir, sizeof dir);   /* from here on, teardown removes it */
     if (mkdir(j->ws, 0700) < 0) {
-        rc = -errno;
         set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
-        goto fail;
+        return -errno;
     }
     if (G.feat.root && o->limits.disk_bytes) {
         char data[128];
         snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u",
                  o->limits.disk_bytes, (unsigned)uuid, (unsigned)uuid);
         if (mount("sandboxd-ws", j->ws, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) {
-            rc = -errno;
             set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
-            goto fail;
+            return -errno;
         }
         j->ws_tmpfs = true;
     }
     if (G.feat.root && chown(j->ws, uuid, uuid) < 0) {
-        rc = -errno;
         set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
-        goto fail;
+        return -errno;
     }
-    if (G.cg.version) {
+    return 0;
+}
+
+/* Step 3: the cgroup with the sandbox's limits, before any of its processes exists. */
+static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t errlen)
+{
+    if (!G.cg.version)
+        return 0;
+    int rc = cg_create(&G.cg, o->id, &j->cg);
+    if (rc == -EEXIST) {   /* left over: empty it and try again */
+        struct cg old;
+        if (cg_lookup(&G.cg, o->id, &old) == 0) {
+            for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
+                usleep(1000);
+            (void)cg_remove(&old);
+        }
         rc = cg_create(&G.cg, o->id, &j->cg);
-        if (rc == -EEXIST) {   /* left over: empty it and try again */
-            struct cg old;
-            if (cg_lookup(&G.cg, o->id, &old) == 0) {
-                for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
-                    usleep(1000);
-                (void)cg_remove(&old);
-            }
-            rc = cg_create(&G.cg, o->id, &j->cg);
-        }
-        if (rc) {
-            set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
-            goto fail;
-        }
-        j->has_cg = true;
-        /* +2: the init's outer and inner processes live in the group too. */
-        rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
-                           o->limits.cpu_millis);
-        if (rc) {
-            set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
-            goto fail;
-        }
     }
+    if (rc) {
+        set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
+        return rc;
+    }
+    j->has_cg = true;
+    /* +2: the init's outer and inner processes live in the group too. */
+    rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
+                       o->limits.cpu_millis);
+    if (rc)
+        set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
+    return rc;
+}
+
+/* Step 4: start sandboxd-init with the control socket as fd 3. It joins the cgroup and
+ * builds the sandbox by itself, under the sandbox's limits; we only listen. */
+static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid_t uuid,
+                             char *err, size_t errlen)
+{
+    int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-        rc = -errno;
         set_err(err, errlen, "socketpair: %s", strerror(errno));
-        goto fail;
+        return -errno;
     }
     j->ctl = sv[0];
     /* The init's end must be blocking: it uses poll() and blocking sends. */
@@ -653,33 +972,61 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         .cwd = j->ws, .stdio_count = 4, .stdio = stdio,
     };
     j->outer.data = j;
-    rc = uv_spawn(loop, &j->outer, &po);
+    int rc = uv_spawn(j->loop, &j->outer, &po);
     close(sv[1]);
-    sv[1] = -1;
     if (rc) {
         set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
-        goto fail;
+        return rc;
     }
     j->outer_spawned = j->outer_running = true;
     j->handles++;
+    return 0;
+}
 
-    struct jp_hdr h;
-    char fail[512];
-    rc = ctl_wait(j, JP_READY, 0, &h, NULL, fail, sizeof fail - 1, CREATE_TIMEOUT_MS);
-    if (rc) {
-        set_err(err, errlen, "sandbox init did not start: %s", strerror(-rc));
-        goto fail;
+int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_ready, void *arg,
+                char *err, size_t errlen)
+{
+    jail *j = NULL;
+    if (!G.inited) {
+        set_err(err, errlen, "jail_global_init() was not called");
+        return -EINVAL;
     }
-    if (h.type == JP_FAIL) {
-        fail[h.len < sizeof fail ? h.len : sizeof fail - 1] = '\0';
-        rc = h.a < 0 ? h.a : -EIO;
-        set_err(err, errlen, "%s", h.len ? fail : "sandbox init failed");
-        goto fail;
+    int rc = create_alloc(loop, o, &j, err, errlen);
+    if (rc)
+        return rc;
+    uid_t ruid = G.uid_base + 2 * (uid_t)j->slot, uuid = ruid + 1;
+    if ((rc = create_dirs(j, o, uuid, err, errlen)) || (rc = create_cgroup(j, o, err, errlen)) ||
+        (rc = create_start_init(j, o, ruid, uuid, err, errlen))) {
+        /* Nothing of the sandbox runs yet: teardown is immediate and synchronous, so the
+         * id is free again when we return. */
+        j->done = NULL;
+        jail_teardown_start(j);
+        return rc;
     }
+    /* From here on, everything waits on the loop: init builds the sandbox under its own
+     * limits and says HELLO (its inner pid), then READY or FAIL (create_ready/failed). */
+    uv_poll_init(loop, &j->poll, j->ctl);
+    j->poll.data = j;
+    j->poll_init = true;
+    j->handles++;
+    uv_timer_init(loop, &j->timer);
+    j->timer.data = j;
+    j->timer_init = true;
+    j->handles++;
+    j->creating = true;
+    j->on_ready = on_ready;
+    j->ready_arg = arg;
+    poll_update(j);
+    uv_timer_start(&j->timer, on_timer, G.start_timeout_ms, 0);
+    return 0;
+}
+
+/* READY: the sandbox is built and init serves requests. */
+static void create_ready(jail *j)
+{
     if (j->inner <= 0) {
-        rc = -EPROTO;
-        set_err(err, errlen, "sandbox init did not report its pid");
-        goto fail;
+        create_failed(j, -EPROTO, "sandbox init did not report its pid");
+        return;
     }
     j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
     char nsp[64];
@@ -693,26 +1040,27 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
                  JAIL_ANCHOR_FD + JAIL_NS_USER);
     if (stat(nsp, &st) == 0)
         j->userns_ino = (unsigned long long)st.st_ino;
+    j->creating = false;
+    uv_timer_stop(&j->timer);
+    jail_ready_cb cb = j->on_ready;
+    j->on_ready = NULL;
+    if (cb)
+        cb(j, 0, NULL, j->ready_arg);
+}
 
-    uv_poll_init(loop, &j->poll, j->ctl);
-    j->poll.data = j;
-    j->poll_init = true;
-    j->handles++;
-    uv_poll_start(&j->poll, UV_READABLE | UV_DISCONNECT, on_ctl);
-    uv_timer_init(loop, &j->timer);
-    j->timer.data = j;
-    j->timer_init = true;
-    j->handles++;
-    schedule_flush(j);
-    *out = j;
-    return 0;
-
-fail:
-    if (sv[1] >= 0)
-        close(sv[1]);
+/* Creation failed after init started: tear down; on_ready hears of it once all is gone
+ * (jail_free_if_closed), so that the caller may reuse the id at once. */
+static void create_failed(jail *j, int rc, const char *msg)
+{
+    if (!j->create_rc) {
+        j->create_rc = rc;
+        snprintf(j->create_msg, sizeof j->create_msg, "%s", msg);
+    }
+    j->creating = false;
+    if (j->destroying)
+        return;
     j->done = NULL;
     jail_teardown_start(j);
-    return rc;
 }
 
 /* ---- destruction --------------------------------------------------------------------- */
@@ -729,8 +1077,16 @@ static void jail_free_if_closed(jail *j)
         j->next->prev = j->prev;
     void (*done)(void *) = j->done;
     void *arg = j->done_arg;
+    jail_ready_cb ready = j->on_ready;   /* creation that never got ready */
+    void *ready_arg = j->ready_arg;
+    int rc = j->create_rc ? j->create_rc : -ECANCELED;
+    char msg[sizeof j->create_msg];
+    snprintf(msg, sizeof msg, "%s", j->create_msg[0] ? j->create_msg
+                                                     : "the sandbox was destroyed before it was ready");
     free(j->pending);
     free(j);
+    if (ready)
+        ready(NULL, rc, msg, ready_arg);
     if (done)
         done(arg);
 }
@@ -768,6 +1124,7 @@ static void jail_finish(jail *j)
         close(j->inner_pidfd);
         j->inner_pidfd = -1;
     }
+    reqs_fail_all(j, -ECANCELED, "the sandbox was deleted before it answered");
     flush_pending(j);
     while (j->procs) {
         jail_proc *p = j->procs;
@@ -816,29 +1173,46 @@ static bool all_gone(jail *j)
 static void on_timer(uv_timer_t *t)
 {
     jail *j = t->data;
-    if (!j->destroying) {
-        flush_pending(j);
+    if (j->destroying) {
+        if (all_gone(j) || ++j->ticks > DESTROY_MAX_TICKS) {
+            uv_timer_stop(&j->timer);
+            jail_finish(j);
+            return;
+        }
+        if (j->ticks % 50 == 0)
+            kill_everything(j);
         return;
     }
-    if (all_gone(j) || ++j->ticks > DESTROY_MAX_TICKS) {
-        uv_timer_stop(&j->timer);
-        jail_finish(j);
+    if (j->creating) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "sandbox init did not get ready within %u ms "
+                 "(--sandbox-start-timeout-ms)", G.start_timeout_ms);
+        create_failed(j, -ETIMEDOUT, msg);
         return;
     }
-    if (j->ticks % 50 == 0)
-        kill_everything(j);
+    if (j->send_err) {
+        ctl_dead(j);
+        return;
+    }
+    reqs_expire(j);
 }
 
-/* Start tearing down: also used by a failed jail_create (no timer/poll yet). */
+/* Start tearing down: also used by a failed jail_create (no timer/poll yet, and then
+ * nothing of the sandbox runs, so waiting here is bounded by our own work). */
 static void jail_teardown_start(jail *j)
 {
     j->destroying = true;
     if (j->ctl >= 0 && !j->dead) {
         /* Exits already reported are real statuses: deliver them first. */
-        struct jp_hdr m;
-        char buf[256];
-        int fds[JP_MAX_FDS], nfds;
-        while (jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds) == 1) {
+        for (;;) {
+            struct jp_hdr m;
+            char buf[CTL_RECV_MAX];
+            int fds[JP_MAX_FDS], nfds = 0;
+            int rc = jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds);
+            if (rc == -EBADMSG)
+                continue;
+            if (rc != 1)
+                break;
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);
             if (m.type == JP_EXIT)
@@ -851,7 +1225,6 @@ static void jail_teardown_start(jail *j)
         (void)cg_kill_all(&j->cg);
     kill_everything(j);
     if (!j->timer_init) {
-        /* Creation failed before the loop knew us: wait here, bounded. */
         for (int i = 0; i < DESTROY_MAX_TICKS && !all_gone(j); i++) {
             if (j->outer_running) {
                 int st;
@@ -875,6 +1248,11 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
         return;
     j->done = done;
     j->done_arg = arg;
+    if (j->creating) {
+        j->creating = false;
+        j->create_rc = -ECANCELED;
+        snprintf(j->create_msg, sizeof j->create_msg, "the daemon is shutting down");
+    }
     jail_teardown_start(j);
 }
 
@@ -947,63 +1325,119 @@ static size_t put_str(char *buf, size_t off, size_t cap, const char *s)
     return off + l;
 }
 
-int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_exit_cb cb, void *arg,
-               jail_proc **out, char *err, size_t errlen)
+/* Whether j takes one more request; err says why not. */
+static int req_admit(jail *j, char *err, size_t errlen)
 {
-    static char payload[JP_MSG_MAX];
-    size_t cap = JP_MSG_MAX - sizeof(struct jp_hdr), off = 0;
-    int argc = 0, envc = 0;
-    *out = NULL;
-    if (j->destroying || j->dead) {
+    if (j->destroying || j->dead || j->creating || j->send_err) {
         set_err(err, errlen, "the sandbox is gone");
         return -ESRCH;
     }
+    if (j->nreqs >= G.max_pending) {
+        set_err(err, errlen, "%u requests already wait for this sandbox's init "
+                "(--max-pending-spawns)", j->nreqs);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+/* A request with its id and deadline, on the list; its message is queued by the caller. */
+static jail_req *req_new(jail *j, uint32_t type, const char *what, jail_started_cb on_started,
+                         jail_exit_cb on_exit, void *arg)
+{
+    jail_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->j = j;
+    r->id = ++j->next_id;
+    r->type = type;
+    r->deadline = now_ms() + G.reply_timeout_ms;
+    r->on_started = on_started;
+    r->on_exit = on_exit;
+    r->arg = arg;
+    snprintf(r->what, sizeof r->what, "%s", what);
+    r->prev = j->reqs_tail;
+    if (j->reqs_tail)
+        j->reqs_tail->next = r;
+    else
+        j->reqs = r;
+    j->reqs_tail = r;
+    j->nreqs++;
+    return r;
+}
+
+/* Queue r's message; on failure r is gone again. */
+static int req_send(jail *j, jail_req *r, struct jp_hdr *h, const void *payload,
+                    const int *fds, int nfds)
+{
+    h->id = r->id;
+    int rc = ctl_queue(j, h, payload, fds, nfds, r);
+    if (rc) {
+        req_unlink(j, r);
+        free(r);
+        return rc;
+    }
+    req_arm(j);
+    return 0;
+}
+
+int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_started_cb on_started,
+               jail_exit_cb on_exit, void *arg, jail_req **req, char *err, size_t errlen)
+{
+    size_t cap = JP_MSG_MAX - sizeof(struct jp_hdr), len = 0;
+    int argc = 0, envc = 0;
+    if (req)
+        *req = NULL;
+    int rc = req_admit(j, err, errlen);
+    if (rc)
+        return rc;
     if (!o->argv || !o->argv[0] || o->argv[0][0] != '/') {
         set_err(err, errlen, "argv[0] must be an absolute path");
         return -EINVAL;
     }
-    off = put_str(payload, off, cap, o->cwd ? o->cwd : "/workspace");
+    const char *cwd = o->cwd ? o->cwd : "/workspace";
+    len = strlen(cwd) + 1;
     for (; o->argv[argc]; argc++)
-        off = put_str(payload, off, cap, o->argv[argc]);
+        len += strlen(o->argv[argc]) + 1;
     for (; o->envp && o->envp[envc]; envc++)
-        off = put_str(payload, off, cap, o->envp[envc]);
-    if (off == SIZE_MAX || argc + envc > JP_MAX_ARGS) {
+        len += strlen(o->envp[envc]) + 1;
+    if (len > cap || argc + envc > JP_MAX_ARGS) {
         set_err(err, errlen, "arguments and environment exceed %d bytes", JP_MSG_MAX - 64);
         return -E2BIG;
     }
-    int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
-    int nfds = o->extra_fd >= 0 ? 4 : 3;
-    struct jp_hdr h = { .type = JP_SPAWN, .id = ++j->next_id, .a = argc, .b = envc,
-                        .c = nfds, .len = (uint32_t)off };
-    int rc = ctl_send(j, &h, payload, fds, nfds);
-    struct jp_hdr r;
-    if (!rc)
-        rc = ctl_wait(j, JP_SPAWNED, h.id, &r, NULL, NULL, 0, REPLY_TIMEOUT_MS);
-    schedule_flush(j);
-    if (rc) {
-        set_err(err, errlen, "sandbox init did not answer: %s", strerror(-rc));
-        return rc;
-    }
-    if (r.a <= 0) {
-        rc = r.a < 0 ? r.a : -EIO;
-        set_err(err, errlen, "could not start %s: %s", o->argv[0], strerror(-rc));
-        return rc;
-    }
-    jail_proc *p = calloc(1, sizeof *p);
-    if (!p) {
-        /* It runs; we cannot track it. Kill it rather than leak it. */
-        struct jp_hdr k = { .type = JP_KILL, .a = r.a, .b = SIGKILL };
-        (void)ctl_send(j, &k, NULL, NULL, 0);
+    char *payload = malloc(len);
+    jail_req *r = payload ? req_new(j, JP_SPAWN, o->argv[0], on_started, on_exit, arg) : NULL;
+    if (!r) {
+        free(payload);
         set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    p->pid = r.a;
-    p->pidfd = -1;
-    p->cb = cb;
-    p->arg = arg;
-    proc_link(j, p);
-    *out = p;
+    size_t off = put_str(payload, 0, len, cwd);
+    for (int i = 0; i < argc; i++)
+        off = put_str(payload, off, len, o->argv[i]);
+    for (int i = 0; i < envc; i++)
+        off = put_str(payload, off, len, o->envp[i]);
+    int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
+    int nfds = o->extra_fd >= 0 ? 4 : 3;
+    struct jp_hdr h = { .type = JP_SPAWN, .a = argc, .b = envc, .c = nfds,
+                        .len = (uint32_t)off };
+    rc = req_send(j, r, &h, payload, fds, nfds);
+    free(payload);
+    if (rc) {
+        set_err(err, errlen, "cannot queue the spawn: %s", strerror(-rc));
+        return rc;
+    }
+    if (req)
+        *req = r;
     return 0;
+}
+
+void jail_cancel(jail_req *r)
+{
+    if (!r)
+        return;
+    jail *j = r->j;
+    req_abandon(j, r);
+    req_arm(j);
 }
 
 int jail_proc_kill(jail_proc *p, int sig)
@@ -1018,12 +1452,10 @@ int jail_proc_kill(jail_proc *p, int sig)
         if (sig != SIGKILL)
             return 0;
     }
-    if (j->dead || j->ctl < 0)
-        return p->adopted ? 0 : -ESRCH;
-    struct jp_hdr h = { .type = JP_KILL, .a = p->pid, .b = sig, .c = p->adopted };
-    int rc = ctl_send(j, &h, NULL, NULL, 0);
-    schedule_flush(j);
-    return rc;
+    if (j->destroying)
+        return 0;   /* everything of the sandbox is being killed */
+    int rc = ctl_kill(j, p->pid, sig, p->adopted);
+    return rc == -ESRCH && p->adopted ? 0 : rc;
 }
 
 pid_t jail_proc_pid(const jail_proc *p)
@@ -1054,25 +1486,27 @@ static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg
     return 0;
 }
 
-int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out)
+int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit,
+               void *arg, jail_req **req)
 {
-    *out = NULL;
-    if (j->destroying || j->dead)
-        return -ESRCH;
-    struct jp_hdr h = { .type = JP_ADOPT, .id = ++j->next_id, .a = ns_pid }, r;
-    int fd = -1;
-    int rc = ctl_send(j, &h, NULL, NULL, 0);
-    if (!rc)
-        rc = ctl_wait(j, JP_ADOPTED, h.id, &r, &fd, NULL, 0, REPLY_TIMEOUT_MS);
-    schedule_flush(j);
+    if (req)
+        *req = NULL;
+    int rc = req_admit(j, NULL, 0);
     if (rc)
         return rc;
-    if (r.a < 0 || fd < 0) {
-        if (fd >= 0)
-            close(fd);
-        return r.a < 0 ? r.a : -EPROTO;
-    }
-    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+    char what[32];
+    snprintf(what, sizeof what, "pid %d", (int)ns_pid);
+    jail_req *r = req_new(j, JP_ADOPT, what, on_started, on_exit, arg);
+    if (!r)
+        return -ENOMEM;
+    r->ns_pid = ns_pid;
+    struct jp_hdr h = { .type = JP_ADOPT, .a = ns_pid };
+    rc = req_send(j, r, &h, NULL, NULL, 0);
+    if (rc)
+        return rc;
+    if (req)
+        *req = r;
+    return 0;
 }
 
 int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
@@ -1133,6 +1567,9 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
         return -errno;
     }
     G.uid_base = g->host_uid_base ? g->host_uid_base : DEFAULT_UID_BASE;
+    G.start_timeout_ms = g->start_timeout_ms ? g->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
+    G.reply_timeout_ms = g->reply_timeout_ms ? g->reply_timeout_ms : DEFAULT_REPLY_TIMEOUT_MS;
+    G.max_pending = g->max_pending ? g->max_pending : DEFAULT_MAX_PENDING;
     G.max = g->max_sandboxes ? g->max_sandboxes : 64;
     G.slots = calloc(G.max, 1);
     if (!G.slots)

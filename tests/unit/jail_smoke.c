@@ -12,6 +12,7 @@
 #endif
 #include "jail.h"
 #include "jail_enter.h"
+#include "jail_wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static int run(uv_loop_t *loop, jail *j, const char *const *argv, int outfd, int
     struct waiter w = { 0 };
     jail_proc *p;
     char err[256] = "";
-    int rc = jail_spawn(j, &o, on_exit_cb, &w, &p, err, sizeof err);
+    int rc = jail_spawn_wait(loop, j, &o, on_exit_cb, &w, &p, err, sizeof err);
     close(devnull);
     if (rc) {
         *status = -1;
@@ -162,7 +163,7 @@ static void check_adopt(uv_loop_t *loop, jail *j)
     CHECK(n == sizeof nspid && nspid > 1, "no pid from the grandchild");
     struct waiter w = { 0 };
     jail_proc *p;
-    rc = jail_adopt(j, nspid, on_exit_cb, &w, &p);
+    rc = jail_adopt_wait(loop, j, nspid, on_exit_cb, &w, &p);
     CHECK(rc == 0, "jail_adopt: %s", strerror(-rc));
     while (rc == 0 && !w.done)
         uv_run(loop, UV_RUN_ONCE);
@@ -249,7 +250,7 @@ int main(int argc, char **argv)
                     .tmp_bytes = 64 << 20, .disk_bytes = 64 << 20 },
     };
     jail *j;
-    rc = jail_create(loop, &o, &j, err, sizeof err);
+    rc = jail_create_wait(loop, &o, &j, err, sizeof err);
     if (rc) {
         fprintf(stderr, "jail_create: %s (%s)\n", err, strerror(-rc));
         return 77;
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
         struct jail_spawn_opts so = { .argv = a_sleep, .envp = envp, .cwd = "/workspace",
                                       .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .extra_fd = -1 };
         jail_proc *p;
-        rc = jail_spawn(j, &so, NULL, NULL, &p, err, sizeof err);
+        rc = jail_spawn_wait(loop, j, &so, NULL, NULL, &p, err, sizeof err);
         printf("crash: left %s running in %s\n", rc ? err : "sleep", jail_workspace(j));
         _exit(0);
     }
@@ -321,7 +322,7 @@ int main(int argc, char **argv)
     o.id = "bench";
     for (int i = 0; i < runs; i++) {
         double t0 = now_ms();
-        rc = jail_create(loop, &o, &j, err, sizeof err);
+        rc = jail_create_wait(loop, &o, &j, err, sizeof err);
         tc[i] = now_ms() - t0;
         if (rc) {
             fprintf(stderr, "jail_create #%d: %s\n", i, err);
@@ -330,7 +331,7 @@ int main(int argc, char **argv)
         destroy_wait(loop, j);
     }
     o.id = "spawn";
-    rc = jail_create(loop, &o, &j, err, sizeof err);
+    rc = jail_create_wait(loop, &o, &j, err, sizeof err);
     const char *const a_true[] = { "/bin/true", NULL };
     for (int i = 0; i < runs && rc == 0; i++) {
         double t0 = now_ms();
