@@ -69,6 +69,7 @@ struct jail_wait_exit {
     struct jail_wait w;
     jail_exit_cb cb;
     void *arg;
+    bool waiting, exited;      /* freed once both are over */
 };
 
 static inline void jail_wait_exited(jail_proc *p, int status, void *arg)
@@ -76,7 +77,9 @@ static inline void jail_wait_exited(jail_proc *p, int status, void *arg)
     struct jail_wait_exit *x = arg;
     jail_exit_cb cb = x->cb;
     void *a = x->arg;
-    free(x);
+    x->exited = true;
+    if (!x->waiting)
+        free(x);
     if (cb)
         cb(p, status, a);
 }
@@ -89,10 +92,12 @@ static inline void jail_wait_started_x(jail_proc *p, int rc, const char *msg, vo
 static inline int jail_wait_x(uv_loop_t *loop, struct jail_wait_exit *x, int rc, jail_proc **out,
                               char *err, size_t errlen)
 {
+    x->waiting = true;
     rc = jail_wait_run(loop, &x->w, rc, err, errlen);
     *out = rc ? NULL : x->w.p;
-    if (rc)
-        free(x);   /* no exit will be reported */
+    x->waiting = false;
+    if (rc || x->exited)
+        free(x);   /* no exit will be reported, or it was already */
     return rc;
 }
 
