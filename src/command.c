@@ -76,6 +76,8 @@ void cmd_respond_error(http_req *req, int rc, const char *cwd, const char *err,
     if (rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "the sandbox is at its process limit: %s",
                            err);
+    else if (rc == -ECANCELED)
+        http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "cannot start the %s: %s", what, err);
     else if (rc == -EBUSY || rc == -ETIMEDOUT)
         http_respond_error(req, 429, "LIMIT_REACHED", "cannot start the %s: %s", what, err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)

@@ -37,7 +37,8 @@ int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_start
 
 /* Answer a failed cmd_spawn: 429 at the process limit, when too many starts wait for the
  * sandbox's init (-EBUSY) or when it did not answer in time (-ETIMEDOUT: the sandbox is
- * starved of CPU), 400 for a bad cwd, else 500.
+ * starved of CPU), 404 when the sandbox was deleted first (-ECANCELED), 400 for a bad
+ * cwd, else 500.
  * what names the thing ("command", "process"). */
 void cmd_respond_error(http_req *req, int rc, const char *cwd, const char *err,
                        const char *what);

@@ -225,7 +225,7 @@ static void on_abort(http_req *req, void *arg)
         /* not started yet: the jail ends the process if init starts it anyway */
         jail_cancel(r->start);
         r->start = NULL;
-        start_failed(r, -ECANCELED, "the client went away before it started");
+        start_failed(r, -ECONNABORTED, "the client went away before it started");
         return;
     }
     kill_group(r);

@@ -469,7 +469,7 @@ static void start_abort(http_req *req, void *arg)
     /* the jail ends the process if the sandbox's init starts it anyway */
     jail_cancel(p->start);
     p->start = NULL;
-    start_failed(p, -ECANCELED, "the client went away before it started");
+    start_failed(p, -ECONNABORTED, "the client went away before it started");
 }
 
 /* The sandbox's init started the process (or could not): it joins the sandbox's list
