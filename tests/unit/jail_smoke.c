@@ -171,6 +171,70 @@ static void check_adopt(uv_loop_t *loop, jail *j)
     CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 5, "adopted status 0x%x", (unsigned)w.status);
 }
 
+struct started {
+    int calls;
+    int rc;
+};
+
+static void on_started_count(jail_proc *p, int rc, const char *msg, void *arg)
+{
+    struct started *st = arg;
+    (void)p;
+    (void)msg;
+    st->calls++;
+    st->rc = rc;
+}
+
+/* The asynchronous contract of jail_spawn (jail.h): no callback from inside the call, at
+ * most max_pending (4 here) requests wait, a cancelled one is never answered, and a
+ * sandbox destroyed with a request still waiting answers it exactly once, -ECANCELED. */
+static void check_async(uv_loop_t *loop, jail *j)
+{
+    static const char *const a_true[] = { "/bin/true", NULL };
+    static const char *const a_sleep[] = { "/bin/sleep", "5", NULL };
+    static const char *const envp[] = { NULL };
+    struct jail_spawn_opts o = { .argv = a_true, .envp = envp, .cwd = "/workspace",
+                                 .stdin_fd = 0, .stdout_fd = 2, .stderr_fd = 2, .extra_fd = -1 };
+    struct started st[5];
+    jail_req *req[5];
+    char err[256];
+    memset(st, 0, sizeof st);
+    for (int i = 0; i < 5; i++) {
+        int rc = jail_spawn(j, &o, on_started_count, NULL, &st[i], &req[i], err, sizeof err);
+        CHECK(rc == (i < 4 ? 0 : -EBUSY), "spawn #%d: rc=%d (%s)", i, rc, err);
+        CHECK(st[i].calls == 0, "spawn #%d answered from inside the call", i);
+    }
+    jail_cancel(req[1]);
+    double until = now_ms() + 10000;
+    while ((!st[0].calls || !st[2].calls || !st[3].calls) && now_ms() < until)
+        uv_run(loop, UV_RUN_ONCE);
+    for (double t = now_ms() + 100; now_ms() < t;)
+        uv_run(loop, UV_RUN_NOWAIT);
+    CHECK(st[0].calls == 1 && st[2].calls == 1 && st[3].calls == 1 && st[0].rc == 0,
+          "answers: %d %d %d rc=%d", st[0].calls, st[2].calls, st[3].calls, st[0].rc);
+    CHECK(st[1].calls == 0, "a cancelled spawn was answered");
+    CHECK(st[4].calls == 0, "a refused spawn was answered");
+
+    struct jail_opts jo = { .id = "smoke-async",
+                            .limits = { .pids = 16, .tmp_bytes = 1 << 20 } };
+    jail *k;
+    if (jail_create_wait(loop, &jo, &k, err, sizeof err)) {
+        CHECK(0, "jail_create smoke-async: %s", err);
+        return;
+    }
+    struct started pending = { 0 };
+    o.argv = a_sleep;
+    int rc = jail_spawn(k, &o, on_started_count, NULL, &pending, NULL, err, sizeof err);
+    CHECK(rc == 0, "spawn before destroy: %s", err);
+    bool gone = false;
+    jail_destroy(k, on_destroyed, &gone);
+    while (!gone)
+        uv_run(loop, UV_RUN_ONCE);
+    CHECK(pending.calls == 1 && pending.rc == -ECANCELED,
+          "spawn pending at destroy: calls=%d rc=%d", pending.calls, pending.rc);
+    printf("async: cap, cancel and destroy-while-pending behave\n");
+}
+
 /* Copy the static probe into the workspace and run every attack it knows. */
 static void run_probes(uv_loop_t *loop, jail *j, const char *probe)
 {
@@ -231,7 +295,7 @@ int main(int argc, char **argv)
     uv_loop_t *loop = uv_default_loop();
     struct jail_global g = {
         .state_dir = state, .init_path = init, .runtimes_dir = runtimes,
-        .host_uid_base = 300000, .max_sandboxes = 16,
+        .host_uid_base = 300000, .max_sandboxes = 16, .max_pending = 4,
     };
     char err[512] = "";
     int rc = jail_global_init(loop, &g, err, sizeof err);
@@ -308,6 +372,7 @@ int main(int argc, char **argv)
         printf("oom_kills=%" PRIu64 "\n", jail_oom_kills(j));
     }
     check_adopt(loop, j);
+    check_async(loop, j);
     if (probe)
         run_probes(loop, j, probe);
     char wsdir[512];
