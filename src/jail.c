@@ -15,8 +15,12 @@
  *     timed out or was cancelled is consumed here (a process started for it is killed
  *     and tracked until its exit, so nothing runs untracked);
  *   - creation waits for init's READY the same way, with its own deadline.
- * Requests are answered in the order init answers them, each exactly once; when init dies
- * or the sandbox is destroyed, whatever still waits is answered with an error.
+ * Requests are answered in the order init answers them, each exactly once unless its
+ * caller cancelled it; when init dies or the sandbox is destroyed, whatever still waits
+ * is answered with an error. Abandoned requests (sent, then timed out or cancelled) stay
+ * listed until init answers them, so that the process can be ended; there are only as
+ * many as the kernel's socket queue held when they were given up, since unsent ones are
+ * simply dropped.
  *
  * Exit statuses: init reports the wait status of every process it spawned. Processes
  * that entered by themselves (zygote children, jail_adopt) are not init's children: the
@@ -24,9 +28,13 @@
  * (jail_global_init sets PR_SET_CHILD_SUBREAPER), so we wait for them through a pidfd.
  *
  * Ownership: a jail and its procs are freed only after their libuv handles are closed.
- * A jail_proc is freed right after its exit callback. jail_destroy() is asynchronous:
- * it kills, waits (timer) until nothing is left, removes cgroup, mounts and files
- * (openat/unlinkat, never following a link the sandbox planted), then calls done.
+ * A jail_proc is freed right after its exit callback; a jail_req right after its
+ * callback, or when it is dropped. jail_destroy() is asynchronous: it kills, waits
+ * (timer) until nothing is left, answers the requests still waiting (-ECANCELED) and
+ * reports the exits, removes cgroup, mounts and files (openat/unlinkat, never following
+ * a link the sandbox planted), then calls done: until done, whatever the callbacks use
+ * (the caller's objects, its sandbox) is still alive. A creation that failed is reported
+ * the same way, once everything it made is gone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
