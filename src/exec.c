@@ -2,7 +2,9 @@
  * exec.c — running one command (see exec.h). An exec_run owns three libuv handles (the
  * stdout and stderr pipes and a timer) plus, when stdin is given, a pipe to write it; it
  * is freed when every handle is closed, the process has been reaped, and the HTTP request
- * has been completed — whichever comes last.
+ * has been completed — whichever comes last. Until the sandbox's init has started the
+ * command (exec_started) it holds only the raw fds; a start that fails, or that the
+ * client gives up on, answers and frees it at once (the jail ends a late process).
  */
 #include "exec.h"
 

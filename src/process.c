@@ -9,9 +9,10 @@
  * what it holds, start is also the count of bytes it dropped; followers keep their own
  * offset per stream. A ring's memory grows with what is written, up to its cap.
  *
- * Life: running → exited (exit callback) → finished (both pipes at EOF, or closed after
- * DRAIN_GRACE_MS when orphans hold them): followers get `exit`, DELETE waiters their
- * answer. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
+ * Life: starting (the POST waits for the sandbox's init to start it: not listed yet, but
+ * counted against --max-processes) → running → exited (exit callback) → finished (both
+ * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
+ * `exit`, DELETE waiters their answer. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
  * past --max-processes, or the sandbox's destruction), has no follower left and all its
  * handles are closed. The sandbox-destroy hook only detaches the procs: the jail kills
  * every process and reports each exit before the sandbox is gone.
