@@ -6,21 +6,11 @@
  * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
  * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
  * (jail_proto.h) is request/answer for spawns and adoptions and one-way for exits and
- * kills; the daemon's end is non-blocking and watched with uv_poll, and never waited on:
- *   - messages to init go through a per-sandbox queue (struct ctl_msg, holding dups of
- *     the fds it carries) flushed whenever the socket is writable; the queue is bounded
- *     by max_pending requests plus kills, which are deduplicated while unsent;
- *   - a request waiting for its answer is a struct jail_req with a deadline; the jail's
- *     timer is armed for the earliest one, and an answer that comes after its request
- *     timed out or was cancelled is consumed here (a process started for it is killed
- *     and tracked until its exit, so nothing runs untracked);
- *   - creation waits for init's READY the same way, with its own deadline.
- * Requests are answered in the order init answers them, each exactly once unless its
- * caller cancelled it; when init dies or the sandbox is destroyed, whatever still waits
- * is answered with an error. Abandoned requests (sent, then timed out or cancelled) stay
- * listed until init answers them, so that the process can be ended; there are only as
- * many as the kernel's socket queue held when they were given up, since unsent ones are
- * simply dropped.
+ * kills. The daemon's end is non-blocking, watched with uv_poll (jail__on_ctl, here:
+ * exits, creation's HELLO/READY/FAIL) and never waited on: sending and the requests
+ * waiting for answers are jail_ctl.c. Creation waits for READY the same way, on the
+ * loop, bounded by start_timeout_ms: only the daemon-side steps (directories, mounts,
+ * cgroup files, uv_spawn of init) run inside jail_create.
  *
  * Exit statuses: init reports the wait status of every process it spawned. Processes
  * that entered by themselves (zygote children, jail_adopt) are not init's children: the
@@ -39,7 +29,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "jail.h"
+#include "jail_int.h"
 #include "cgroup.h"
 #include "jail_proto.h"
 #include "jail_seccomp.h"
@@ -64,7 +54,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define JAIL_PATH_MAX 512
 #define DEFAULT_START_TIMEOUT_MS 10000
 #define DEFAULT_REPLY_TIMEOUT_MS 10000
 #define DEFAULT_MAX_PENDING 64
@@ -75,90 +64,6 @@
 #define SANDBOX_UID 1000
 #define DEFAULT_UID_BASE 200000
 #define RM_MAX_DEPTH 64
-
-struct exit_rec {
-    pid_t pid;
-    int status;
-};
-
-struct jail_proc {
-    jail *j;
-    pid_t pid;                 /* inside the sandbox */
-    bool adopted;
-    int pidfd;                 /* adopted only */
-    uv_poll_t poll;            /* adopted only: pidfd readable = exited */
-    uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */
-    int retries;
-    int handles;               /* open handles; freed when 0 after close */
-    jail_exit_cb cb;
-    void *arg;
-    jail_proc *prev, *next;
-};
-
-/* A message for init, not sent yet (the socket was full). */
-struct ctl_msg {
-    struct ctl_msg *next;
-    struct jp_hdr h;
-    int fds[JP_MAX_FDS];       /* our own dups, closed once sent or dropped */
-    int nfds;
-    jail_req *req;             /* the request it carries, or NULL (a kill) */
-    char payload[];            /* h.len bytes */
-};
-
-struct jail_req {
-    jail *j;
-    uint32_t id;
-    uint32_t type;             /* JP_SPAWN or JP_ADOPT */
-    pid_t ns_pid;              /* JP_ADOPT: the process to adopt */
-    bool abandoned;            /* timed out or cancelled after it was sent: the answer is
-                                  consumed by the jail, nobody is called */
-    int64_t deadline;          /* now_ms() value; unused once abandoned */
-    struct ctl_msg *msg;       /* its message while unsent, else NULL */
-    jail_started_cb on_started;
-    jail_exit_cb on_exit;
-    void *arg;
-    char what[64];             /* argv[0], for error sentences */
-    jail_req *prev, *next;     /* j->reqs, oldest first */
-};
-
-struct jail {
-    uv_loop_t *loop;
-    char id[64];
-    unsigned slot;
-    char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
-    struct cg cg;
-    bool has_cg, ws_tmpfs, network_host;
-    uv_process_t outer;
-    bool outer_spawned, outer_running;
-    int ctl;
-    uv_poll_t poll;
-    bool poll_init;
-    int poll_events;           /* what the poll watches now */
-    uv_timer_t timer;          /* creation deadline, request deadlines, destroy ticks */
-    bool timer_init;
-    pid_t inner;
-    int inner_pidfd;
-    unsigned long long userns_ino;
-    uint32_t next_id;
-    jail_proc *procs;
-    jail_req *reqs, *reqs_tail;
-    unsigned nreqs;            /* requests someone waits for (not abandoned) */
-    struct ctl_msg *out, *out_tail;
-    int send_err;              /* a send failed for good: init is treated as gone */
-    struct exit_rec *pending;  /* exits read while tearing down */
-    size_t npending, cap_pending;
-    bool creating;             /* waiting for init's READY */
-    jail_ready_cb on_ready;    /* until it is called */
-    void *ready_arg;
-    int create_rc;             /* why creation failed (reported once the jail is gone) */
-    char create_msg[256];
-    bool destroying, dead;
-    int ticks;
-    int handles;               /* open handles of the jail itself */
-    void (*done)(void *);
-    void *done_arg;
-    jail *prev, *next;
-};
 
 static struct {
     bool inited;
@@ -175,8 +80,7 @@ static struct {
     jail *jails;
 } G;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void jail__set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
@@ -192,7 +96,7 @@ static int path_join(char *out, size_t n, const char *a, const char *b)
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-static int64_t now_ms(void)
+int64_t jail__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -264,7 +168,7 @@ static int rm_tree(const char *path)
     return rc;
 }
 
-/* ---- control socket: the queue of messages for init ----------------------------- */
+/* ---- exits read while tearing down ---------------------------------------------- */
 
 static void pending_push(jail *j, pid_t pid, int status)
 {
@@ -279,123 +183,9 @@ static void pending_push(jail *j, pid_t pid, int status)
     j->pending[j->npending++] = (struct exit_rec){ pid, status };
 }
 
-static void on_timer(uv_timer_t *t);
-static void on_ctl(uv_poll_t *h, int status, int events);
-
-static void msg_free(struct ctl_msg *m)
-{
-    for (int i = 0; i < m->nfds; i++)
-        close(m->fds[i]);
-    free(m);
-}
-
-/* Watch for writability only while something waits to be sent. */
-static void poll_update(jail *j)
-{
-    if (!j->poll_init || j->destroying || j->dead)
-        return;
-    int ev = UV_READABLE | UV_DISCONNECT | (j->out ? UV_WRITABLE : 0);
-    if (ev != j->poll_events) {
-        j->poll_events = ev;
-        uv_poll_start(&j->poll, ev, on_ctl);
-    }
-}
-
-/* Send what the socket takes now, oldest first; the rest waits for UV_WRITABLE. A send
- * that fails for good means init is gone: the timer (not this call, which may run inside
- * jail_spawn) then answers every request. */
-static void ctl_flush(jail *j)
-{
-    while (j->out && j->ctl >= 0 && !j->dead && !j->send_err) {
-        struct ctl_msg *m = j->out;
-        int rc = jp_send(j->ctl, &m->h, m->payload, m->fds, m->nfds);
-        if (rc == -EAGAIN)
-            break;
-        j->out = m->next;
-        if (!j->out)
-            j->out_tail = NULL;
-        if (m->req)
-            m->req->msg = NULL;
-        msg_free(m);
-        if (rc < 0) {
-            j->send_err = rc;
-            if (j->timer_init && !j->destroying)
-                uv_timer_start(&j->timer, on_timer, 0, 0);
-        }
-    }
-    poll_update(j);
-}
-
-/* Take a message out of the queue (it was never sent) and free it. */
-static void ctl_unqueue(jail *j, struct ctl_msg *m)
-{
-    struct ctl_msg *prev = NULL;
-    for (struct ctl_msg *x = j->out; x; prev = x, x = x->next) {
-        if (x != m)
-            continue;
-        if (prev)
-            prev->next = x->next;
-        else
-            j->out = x->next;
-        if (j->out_tail == x)
-            j->out_tail = prev;
-        break;
-    }
-    if (m->req)
-        m->req->msg = NULL;
-    msg_free(m);
-    poll_update(j);
-}
-
-/* Queue a message (payload copied, fds dupped) and send what can be sent. 0 or -errno. */
-static int ctl_queue(jail *j, const struct jp_hdr *h, const void *payload, const int *fds,
-                     int nfds, jail_req *req)
-{
-    struct ctl_msg *m = malloc(sizeof *m + h->len);
-    if (!m)
-        return -ENOMEM;
-    m->next = NULL;
-    m->h = *h;
-    m->req = req;
-    m->nfds = 0;
-    if (h->len)
-        memcpy(m->payload, payload, h->len);
-    for (int i = 0; i < nfds; i++) {
-        int fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
-        if (fd < 0) {
-            int e = -errno;
-            msg_free(m);
-            return e;
-        }
-        m->fds[m->nfds++] = fd;
-    }
-    if (j->out_tail)
-        j->out_tail->next = m;
-    else
-        j->out = m;
-    j->out_tail = m;
-    if (req)
-        req->msg = m;
-    ctl_flush(j);
-    return 0;
-}
-
-/* Ask init to signal pid's process group. An identical kill still queued is not queued
- * twice, so the queue stays bounded whatever callers repeat. */
-static int ctl_kill(jail *j, pid_t pid, int sig, bool adopted)
-{
-    if (j->dead || j->ctl < 0 || j->send_err)
-        return -ESRCH;
-    for (const struct ctl_msg *m = j->out; m; m = m->next)
-        if (m->h.type == JP_KILL && m->h.a == pid && m->h.b == sig)
-            return 0;
-    struct jp_hdr h = { .type = JP_KILL, .a = pid, .b = sig, .c = adopted };
-    return ctl_queue(j, &h, NULL, NULL, 0, NULL);
-}
-
 /* ---- process bookkeeping --------------------------------------------------------- */
 
-static void proc_link(jail *j, jail_proc *p)
+void jail__proc_link(jail *j, jail_proc *p)
 {
     p->j = j;
     p->prev = NULL;
@@ -517,183 +307,6 @@ static void on_adopt_poll(uv_poll_t *h, int status, int events)
     adopted_try(h->data);
 }
 
-/* ---- requests waiting for init ------------------------------------------------------ */
-
-static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out);
-
-static void req_unlink(jail *j, jail_req *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        j->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        j->reqs_tail = r->prev;
-    r->prev = r->next = NULL;
-    if (!r->abandoned)
-        j->nreqs--;
-}
-
-static jail_req *req_find(jail *j, uint32_t id, uint32_t type)
-{
-    for (jail_req *r = j->reqs; r; r = r->next)
-        if (r->id == id && r->type == type)
-            return r;
-    return NULL;
-}
-
-/* Arm the timer for the earliest deadline of a request someone waits for. */
-static void req_arm(jail *j)
-{
-    if (!j->timer_init || j->destroying || j->creating || j->send_err)
-        return;
-    int64_t first = INT64_MAX;
-    for (const jail_req *r = j->reqs; r; r = r->next)
-        if (!r->abandoned && r->deadline < first)
-            first = r->deadline;
-    if (first == INT64_MAX) {
-        uv_timer_stop(&j->timer);
-        return;
-    }
-    int64_t left = first - now_ms();
-    uv_timer_start(&j->timer, on_timer, left > 0 ? (uint64_t)left : 0, 0);
-}
-
-/* Nobody waits for r any more. Unsent, it is dropped (init never sees it); sent, it stays
- * listed as abandoned until init answers, and the answer is consumed here. */
-static void req_abandon(jail *j, jail_req *r)
-{
-    if (!r->abandoned) {
-        r->abandoned = true;
-        j->nreqs--;
-    }
-    r->on_started = NULL;
-    if (r->msg) {
-        ctl_unqueue(j, r->msg);
-        req_unlink(j, r);
-        free(r);
-    }
-}
-
-/* Answer every request with rc (init is gone, or the sandbox is): used once, when no
- * more answers can come. Callbacks may call back into the jail; they find it dead or
- * destroying, and every request is taken off the list before its callback runs. */
-static void reqs_fail_all(jail *j, int rc, const char *why)
-{
-    while (j->out) {
-        struct ctl_msg *m = j->out;
-        j->out = m->next;
-        if (m->req)
-            m->req->msg = NULL;
-        msg_free(m);
-    }
-    j->out_tail = NULL;
-    while (j->reqs) {
-        jail_req *r = j->reqs;
-        bool waited = !r->abandoned;
-        req_unlink(j, r);
-        if (waited && r->on_started)
-            r->on_started(NULL, rc, why, r->arg);
-        free(r);
-    }
-}
-
-/* The timer fired in the running state: answer the requests whose deadline passed. One
- * at a time from the head, since a callback may cancel or add others. */
-static void reqs_expire(jail *j)
-{
-    for (;;) {
-        if (j->destroying || j->dead)
-            return;
-        int64_t now = now_ms();
-        jail_req *r = j->reqs;
-        while (r && (r->abandoned || r->deadline > now))
-            r = r->next;
-        if (!r)
-            break;
-        jail_started_cb cb = r->on_started;
-        void *arg = r->arg;
-        char msg[256];
-        snprintf(msg, sizeof msg, "the sandbox did not %s %s within %u ms (its init is "
-                 "short of CPU or blocked; --init-reply-timeout-ms)",
-                 r->type == JP_SPAWN ? "start" : "adopt", r->what, G.reply_timeout_ms);
-        req_abandon(j, r);
-        if (cb)
-            cb(NULL, -ETIMEDOUT, msg, arg);
-    }
-    req_arm(j);
-}
-
-/* JP_SPAWNED: the process runs (a > 0, its pid inside) or could not start (a < 0). */
-static void on_spawned(jail *j, const struct jp_hdr *m)
-{
-    jail_req *r = req_find(j, m->id, JP_SPAWN);
-    if (!r)
-        return;   /* not a request of ours: init answers only what we asked */
-    bool waited = !r->abandoned;
-    req_unlink(j, r);
-    req_arm(j);
-    int rc = m->a > 0 ? 0 : m->a < 0 ? m->a : -EIO;
-    jail_proc *p = NULL;
-    if (!rc) {
-        p = calloc(1, sizeof *p);
-        if (!p)
-            rc = -ENOMEM;
-        else {
-            p->pid = m->a;
-            p->pidfd = -1;
-            if (waited) {
-                p->cb = r->on_exit;
-                p->arg = r->arg;
-            }
-            proc_link(j, p);   /* tracked until init reports its exit */
-        }
-        if (!p || !waited)
-            (void)ctl_kill(j, m->a, SIGKILL, false);   /* it runs for nobody: end it */
-    }
-    if (waited && r->on_started) {
-        char msg[128];
-        if (rc)
-            snprintf(msg, sizeof msg, "could not start %s: %s", r->what, strerror(-rc));
-        r->on_started(rc ? NULL : p, rc, rc ? msg : NULL, r->arg);
-    }
-    free(r);
-}
-
-/* JP_ADOPTED: a pidfd of the process (a == 0) or why not (a < 0). fd is taken over. */
-static void on_adopted(jail *j, const struct jp_hdr *m, int fd)
-{
-    jail_req *r = req_find(j, m->id, JP_ADOPT);
-    if (!r) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    bool waited = !r->abandoned;
-    req_unlink(j, r);
-    req_arm(j);
-    int rc = m->a < 0 ? m->a : fd < 0 ? -EPROTO : 0;
-    jail_proc *p = NULL;
-    if (!rc) {
-        if (!waited)
-            (void)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);   /* for nobody */
-        rc = adopt_pidfd(j, r->ns_pid, fd, waited ? r->on_exit : NULL, r->arg, &p);
-        fd = -1;
-    }
-    if (fd >= 0)
-        close(fd);
-    if (waited && r->on_started) {
-        char msg[96];
-        if (rc)
-            snprintf(msg, sizeof msg, "could not adopt pid %d: %s", (int)r->ns_pid,
-                     strerror(-rc));
-        r->on_started(rc ? NULL : p, rc, rc ? msg : NULL, r->arg);
-    }
-    free(r);
-}
-
 /* ---- loop callbacks ---------------------------------------------------------------- */
 
 static void create_ready(jail *j);
@@ -717,7 +330,7 @@ static void ctl_dead(jail *j)
         if (!p->adopted)
             proc_finish(p, SIGKILL);
     }
-    reqs_fail_all(j, -EPIPE, "the sandbox's init is gone");
+    jail__reqs_fail_all(j, -EPIPE, "the sandbox's init is gone");
 }
 
 /* One message from init. fds are taken over. */
@@ -746,14 +359,14 @@ static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int
         dispatch_exit(j, m->a, m->b);
         break;
     case JP_SPAWNED:
-        on_spawned(j, m);
+        jail__on_spawned(j, m);
         break;
     case JP_ADOPTED:
         if (nfds > 0) {
             fd0 = fds[0];
             fds[0] = -1;
         }
-        on_adopted(j, m, fd0);
+        jail__on_adopted(j, m, fd0);
         break;
     default:
         break;
@@ -763,7 +376,7 @@ static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int
             close(fds[i]);
 }
 
-static void on_ctl(uv_poll_t *h, int status, int events)
+void jail__on_ctl(uv_poll_t *h, int status, int events)
 {
     jail *j = h->data;
     if (status < 0) {
@@ -771,7 +384,7 @@ static void on_ctl(uv_poll_t *h, int status, int events)
         return;
     }
     if (events & UV_WRITABLE)
-        ctl_flush(j);
+        jail__ctl_flush(j);
     for (;;) {
         if (j->destroying || j->dead)
             return;   /* a callback destroyed the sandbox: teardown takes over */
@@ -820,18 +433,18 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
 {
     size_t idlen = strlen(o->id);
     if (idlen == 0 || idlen >= sizeof ((jail *)0)->id || strchr(o->id, '/') || o->id[0] == '.') {
-        set_err(err, errlen, "invalid sandbox id");
+        jail__set_err(err, errlen, "invalid sandbox id");
         return -EINVAL;
     }
     int slot = slot_alloc();
     if (slot < 0) {
-        set_err(err, errlen, "all %u sandbox slots are in use", G.max);
+        jail__set_err(err, errlen, "all %u sandbox slots are in use", G.max);
         return slot;
     }
     jail *j = calloc(1, sizeof *j);
     if (!j) {
         G.slots[slot] = 0;
-        set_err(err, errlen, "out of memory");
+        jail__set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     j->loop = loop;
@@ -839,6 +452,8 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
     j->ctl = -1;
     j->inner_pidfd = -1;
     j->network_host = o->network_host;
+    j->reply_timeout_ms = G.reply_timeout_ms;
+    j->max_pending = G.max_pending;
     memcpy(j->id, o->id, idlen + 1);
     j->next = G.jails;
     if (G.jails)
@@ -855,17 +470,17 @@ static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err
     char dir[JAIL_PATH_MAX];
     if (path_join(dir, sizeof dir, G.sbx_dir, o->id) ||
         path_join(j->ws, sizeof j->ws, dir, "workspace")) {
-        set_err(err, errlen, "sandbox path too long");
+        jail__set_err(err, errlen, "sandbox path too long");
         return -ENAMETOOLONG;
     }
     /* An existing dir means a live sandbox with this id: fail without touching it. */
     if (mkdir(dir, 0711) < 0) {
-        set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
+        jail__set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
         return -errno;
     }
     memcpy(j->dir, dir, sizeof dir);   /* from here on, teardown removes it */
     if (mkdir(j->ws, 0700) < 0) {
-        set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
+        jail__set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
         return -errno;
     }
     if (G.feat.root && o->limits.disk_bytes) {
@@ -873,13 +488,13 @@ static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err
         snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u",
                  o->limits.disk_bytes, (unsigned)uuid, (unsigned)uuid);
         if (mount("sandboxd-ws", j->ws, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) {
-            set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
+            jail__set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
             return -errno;
         }
         j->ws_tmpfs = true;
     }
     if (G.feat.root && chown(j->ws, uuid, uuid) < 0) {
-        set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
+        jail__set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
         return -errno;
     }
     return 0;
@@ -901,7 +516,7 @@ static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t e
         rc = cg_create(&G.cg, o->id, &j->cg);
     }
     if (rc) {
-        set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
+        jail__set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
         return rc;
     }
     j->has_cg = true;
@@ -909,7 +524,7 @@ static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t e
     rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
                        o->limits.cpu_millis);
     if (rc)
-        set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
+        jail__set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
     return rc;
 }
 
@@ -920,7 +535,7 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-        set_err(err, errlen, "socketpair: %s", strerror(errno));
+        jail__set_err(err, errlen, "socketpair: %s", strerror(errno));
         return -errno;
     }
     j->ctl = sv[0];
@@ -983,7 +598,7 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
     int rc = uv_spawn(j->loop, &j->outer, &po);
     close(sv[1]);
     if (rc) {
-        set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
+        jail__set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
         return rc;
     }
     j->outer_spawned = j->outer_running = true;
@@ -996,7 +611,7 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_rea
 {
     jail *j = NULL;
     if (!G.inited) {
-        set_err(err, errlen, "jail_global_init() was not called");
+        jail__set_err(err, errlen, "jail_global_init() was not called");
         return -EINVAL;
     }
     int rc = create_alloc(loop, o, &j, err, errlen);
@@ -1024,8 +639,8 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_rea
     j->creating = true;
     j->on_ready = on_ready;
     j->ready_arg = arg;
-    poll_update(j);
-    uv_timer_start(&j->timer, on_timer, G.start_timeout_ms, 0);
+    jail__poll_update(j);
+    uv_timer_start(&j->timer, jail__on_timer, G.start_timeout_ms, 0);
     return 0;
 }
 
@@ -1132,7 +747,7 @@ static void jail_finish(jail *j)
         close(j->inner_pidfd);
         j->inner_pidfd = -1;
     }
-    reqs_fail_all(j, -ECANCELED, "the sandbox was deleted before it answered");
+    jail__reqs_fail_all(j, -ECANCELED, "the sandbox was deleted before it answered");
     flush_pending(j);
     while (j->procs) {
         jail_proc *p = j->procs;
@@ -1178,7 +793,7 @@ static bool all_gone(jail *j)
     return true;
 }
 
-static void on_timer(uv_timer_t *t)
+void jail__on_timer(uv_timer_t *t)
 {
     jail *j = t->data;
     if (j->destroying) {
@@ -1202,7 +817,7 @@ static void on_timer(uv_timer_t *t)
         ctl_dead(j);
         return;
     }
-    reqs_expire(j);
+    jail__reqs_expire(j);
 }
 
 /* Start tearing down: also used by a failed jail_create (no timer/poll yet, and then
@@ -1245,7 +860,7 @@ static void jail_teardown_start(jail *j)
         jail_finish(j);
         return;
     }
-    uv_timer_start(&j->timer, on_timer, 0, DESTROY_TICK_MS);
+    uv_timer_start(&j->timer, jail__on_timer, 0, DESTROY_TICK_MS);
 }
 
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
@@ -1322,149 +937,7 @@ int jail_entry_info(const jail *j, struct jail_entry *e)
     return 0;
 }
 
-/* ---- spawning ------------------------------------------------------------------------ */
-
-static size_t put_str(char *buf, size_t off, size_t cap, const char *s)
-{
-    size_t l = strlen(s) + 1;
-    if (off == SIZE_MAX || off + l > cap)
-        return SIZE_MAX;
-    memcpy(buf + off, s, l);
-    return off + l;
-}
-
-/* Whether j takes one more request; err says why not. */
-static int req_admit(jail *j, char *err, size_t errlen)
-{
-    if (j->destroying || j->dead || j->creating || j->send_err) {
-        set_err(err, errlen, "the sandbox is gone");
-        return -ESRCH;
-    }
-    if (j->nreqs >= G.max_pending) {
-        set_err(err, errlen, "%u requests already wait for this sandbox's init "
-                "(--max-pending-spawns)", j->nreqs);
-        return -EBUSY;
-    }
-    return 0;
-}
-
-/* A request with its id and deadline, on the list; its message is queued by the caller. */
-static jail_req *req_new(jail *j, uint32_t type, const char *what, jail_started_cb on_started,
-                         jail_exit_cb on_exit, void *arg)
-{
-    jail_req *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    r->j = j;
-    r->id = ++j->next_id;
-    r->type = type;
-    r->deadline = now_ms() + G.reply_timeout_ms;
-    r->on_started = on_started;
-    r->on_exit = on_exit;
-    r->arg = arg;
-    snprintf(r->what, sizeof r->what, "%s", what);
-    r->prev = j->reqs_tail;
-    if (j->reqs_tail)
-        j->reqs_tail->next = r;
-    else
-        j->reqs = r;
-    j->reqs_tail = r;
-    j->nreqs++;
-    return r;
-}
-
-/* Queue r's message; on failure r is gone again. */
-static int req_send(jail *j, jail_req *r, struct jp_hdr *h, const void *payload,
-                    const int *fds, int nfds)
-{
-    h->id = r->id;
-    int rc = ctl_queue(j, h, payload, fds, nfds, r);
-    if (rc) {
-        req_unlink(j, r);
-        free(r);
-        return rc;
-    }
-    req_arm(j);
-    return 0;
-}
-
-int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_started_cb on_started,
-               jail_exit_cb on_exit, void *arg, jail_req **req, char *err, size_t errlen)
-{
-    size_t cap = JP_MSG_MAX - sizeof(struct jp_hdr), len = 0;
-    int argc = 0, envc = 0;
-    if (req)
-        *req = NULL;
-    int rc = req_admit(j, err, errlen);
-    if (rc)
-        return rc;
-    if (!o->argv || !o->argv[0] || o->argv[0][0] != '/') {
-        set_err(err, errlen, "argv[0] must be an absolute path");
-        return -EINVAL;
-    }
-    const char *cwd = o->cwd ? o->cwd : "/workspace";
-    len = strlen(cwd) + 1;
-    for (; o->argv[argc]; argc++)
-        len += strlen(o->argv[argc]) + 1;
-    for (; o->envp && o->envp[envc]; envc++)
-        len += strlen(o->envp[envc]) + 1;
-    if (len > cap || argc + envc > JP_MAX_ARGS) {
-        set_err(err, errlen, "arguments and environment exceed %d bytes", JP_MSG_MAX - 64);
-        return -E2BIG;
-    }
-    char *payload = malloc(len);
-    jail_req *r = payload ? req_new(j, JP_SPAWN, o->argv[0], on_started, on_exit, arg) : NULL;
-    if (!r) {
-        free(payload);
-        set_err(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    size_t off = put_str(payload, 0, len, cwd);
-    for (int i = 0; i < argc; i++)
-        off = put_str(payload, off, len, o->argv[i]);
-    for (int i = 0; i < envc; i++)
-        off = put_str(payload, off, len, o->envp[i]);
-    int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
-    int nfds = o->extra_fd >= 0 ? 4 : 3;
-    struct jp_hdr h = { .type = JP_SPAWN, .a = argc, .b = envc, .c = nfds,
-                        .len = (uint32_t)off };
-    rc = req_send(j, r, &h, payload, fds, nfds);
-    free(payload);
-    if (rc) {
-        set_err(err, errlen, "cannot queue the spawn: %s", strerror(-rc));
-        return rc;
-    }
-    if (req)
-        *req = r;
-    return 0;
-}
-
-void jail_cancel(jail_req *r)
-{
-    if (!r)
-        return;
-    jail *j = r->j;
-    req_abandon(j, r);
-    req_arm(j);
-}
-
-int jail_proc_kill(jail_proc *p, int sig)
-{
-    jail *j = p->j;
-    if (p->adopted && p->pidfd >= 0) {
-        if (sig == SIGKILL)
-            (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGCONT, NULL, 0);
-        (void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
-        /* Only a kill also goes to its process group (through init); any other signal
-         * must arrive once: a second SIGINT would interrupt the code's own handler. */
-        if (sig != SIGKILL)
-            return 0;
-    }
-    if (j->destroying)
-        return 0;   /* everything of the sandbox is being killed */
-    int rc = ctl_kill(j, p->pid, sig, p->adopted);
-    return rc == -ESRCH && p->adopted ? 0 : rc;
-}
+/* ---- processes (spawning and kills: jail_ctl.c) -------------------------------------- */
 
 pid_t jail_proc_pid(const jail_proc *p)
 {
@@ -1472,7 +945,7 @@ pid_t jail_proc_pid(const jail_proc *p)
 }
 
 /* Track a process of the sandbox through a pidfd we hold (taken over: fd). */
-static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out)
+int jail__adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out)
 {
     jail_proc *p = calloc(1, sizeof *p);
     if (!p) {
@@ -1488,32 +961,9 @@ static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg
     uv_timer_init(j->loop, &p->retry);
     p->poll.data = p->retry.data = p;
     p->handles = 2;
-    proc_link(j, p);
+    jail__proc_link(j, p);
     uv_poll_start(&p->poll, UV_READABLE, on_adopt_poll);
     *out = p;
-    return 0;
-}
-
-int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit,
-               void *arg, jail_req **req)
-{
-    if (req)
-        *req = NULL;
-    int rc = req_admit(j, NULL, 0);
-    if (rc)
-        return rc;
-    char what[32];
-    snprintf(what, sizeof what, "pid %d", (int)ns_pid);
-    jail_req *r = req_new(j, JP_ADOPT, what, on_started, on_exit, arg);
-    if (!r)
-        return -ENOMEM;
-    r->ns_pid = ns_pid;
-    struct jp_hdr h = { .type = JP_ADOPT, .a = ns_pid };
-    rc = req_send(j, r, &h, NULL, NULL, 0);
-    if (rc)
-        return rc;
-    if (req)
-        *req = r;
     return 0;
 }
 
@@ -1528,7 +978,7 @@ int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, voi
     if (fd < 0)
         return -errno;
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+    return jail__adopt_pidfd(j, ns_pid, fd, cb, arg, out);
 }
 
 /* ---- global ------------------------------------------------------------------------- */
@@ -1558,7 +1008,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     G.loop = loop;
     if (!g->state_dir || !g->init_path || snprintf(G.init_path, sizeof G.init_path, "%s", g->init_path) >= (int)sizeof G.init_path ||
         path_join(G.sbx_dir, sizeof G.sbx_dir, g->state_dir, "sandboxes")) {
-        set_err(err, errlen, "state_dir or init_path missing or too long");
+        jail__set_err(err, errlen, "state_dir or init_path missing or too long");
         return -EINVAL;
     }
     if (g->runtimes_dir)
@@ -1566,12 +1016,12 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     /* uv_spawn runs it from the workspace: make the path absolute. */
     char abs[PATH_MAX];
     if (!realpath(g->init_path, abs) || strlen(abs) >= sizeof G.init_path) {
-        set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
+        jail__set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
         return -ENOENT;
     }
     memcpy(G.init_path, abs, strlen(abs) + 1);
     if (access(G.init_path, X_OK) < 0) {
-        set_err(err, errlen, "sandbox init %s is not executable: %s", G.init_path, strerror(errno));
+        jail__set_err(err, errlen, "sandbox init %s is not executable: %s", G.init_path, strerror(errno));
         return -errno;
     }
     G.uid_base = g->host_uid_base ? g->host_uid_base : DEFAULT_UID_BASE;
@@ -1587,7 +1037,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
      * intermediate parent exits (see jail_enter.h): we reap them through pidfds. Must be
      * set before the zygote is spawned (the flag is inherited as "has a subreaper"). */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-        set_err(err, errlen, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+        jail__set_err(err, errlen, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
         return -errno;
     }
     char buf[32] = "";
@@ -1617,7 +1067,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     G.feat.disk_limit = G.feat.root;
     if ((mkdir(g->state_dir, 0711) < 0 && errno != EEXIST) ||
         (mkdir(G.sbx_dir, 0711) < 0 && errno != EEXIST)) {
-        set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
+        jail__set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
         return -errno;
     }
     /* What a crashed daemon left: its inits died with it (PDEATHSIG), which ended their
@@ -1640,8 +1090,8 @@ void jail_global_shutdown(void)
         return;
     for (jail *j = G.jails; j; j = j->next)
         jail_destroy(j, NULL, NULL);
-    int64_t deadline = now_ms() + 5000;
-    while (G.jails && now_ms() < deadline)
+    int64_t deadline = jail__now_ms() + 5000;
+    while (G.jails && jail__now_ms() < deadline)
         uv_run(G.loop, UV_RUN_ONCE);
     free(G.slots);
     G.slots = NULL;
