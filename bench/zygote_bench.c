@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "jail.h"
+#include "../tests/unit/jail_wait.h"
 #include "zygote_client.h"
 
 #define MAX_IDLE 64
@@ -153,7 +154,7 @@ static int ctx_open(struct ctx *c, double *t_reply, double *t_ready)
         return -1;
     if (t_ready)
         *t_ready = now_ms() - t0;
-    return jail_adopt(sbx, c->ns_pid, on_exit_cb, c, &c->proc) ? -1 : 0;
+    return jail_adopt_wait(loop, sbx, c->ns_pid, on_exit_cb, c, &c->proc) ? -1 : 0;
 }
 
 static void ctx_close(struct ctx *c)
@@ -353,7 +354,7 @@ int main(int argc, char **argv)
     double zstart = now_ms() - t0;
     struct jail_opts o = { .id = "zygbench", .limits = { .memory_bytes = 4ULL << 30,
                                                          .pids = 1024, .tmp_bytes = 64 << 20 } };
-    if (jail_create(loop, &o, &sbx, err, sizeof err)) {
+    if (jail_create_wait(loop, &o, &sbx, err, sizeof err)) {
         fprintf(stderr, "jail_create: %s\n", err);
         return 1;
     }

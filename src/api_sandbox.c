@@ -1,7 +1,9 @@
 /*
  * api_sandbox.c — the sandbox routes of API.md: PUT (get-or-create), POST (generated id),
  * GET one and all, DELETE (answered once every process has ended and the workspace is
- * gone).
+ * gone). A create is answered once the sandbox is ready (its init built it), never by
+ * waiting on the loop; a PUT of an id being created waits for that same creation and
+ * gets 200 (the sandbox exists; this request did not create it) or the creation's error.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +15,33 @@
 #include "sandbox.h"
 #include "stamp.h"
 
-/* Parse a create body and create; answers the request in every case. */
+/* The creation this request started (or joined) ended. */
+static void created(sandbox *s, const char *id, int rc, const char *err, void *arg, int status)
+{
+    http_req *req = arg;
+    if (rc) {
+        log_error("sandbox %s: cannot create: %s", id, err);
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot create sandbox '%s': %s", id,
+                           err && err[0] ? err : strerror(-rc));
+        return;
+    }
+    if (status == 201)
+        log_info("sandbox %s created", id);
+    jx_respond(req, status, sbx_to_json(s));
+}
+
+static void on_created(sandbox *s, const char *id, int rc, const char *err, void *arg)
+{
+    created(s, id, rc, err, arg, 201);
+}
+
+static void on_joined(sandbox *s, const char *id, int rc, const char *err, void *arg)
+{
+    created(s, id, rc, err, arg, 200);   /* it exists now; this request did not create it */
+}
+
+/* Parse a create body and create; answers the request in every case (at once, or when
+ * the sandbox is ready). */
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
 {
     char err[JX_ERR];
@@ -22,6 +50,17 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
     if (s && get_or_create) {
         jx_respond(req, 200, sbx_to_json(s));
         return;
+    }
+    if (get_or_create) {
+        /* Being created by another request: wait for that creation, answered like it. */
+        int jr = sbx_join(id, on_joined, req);
+        if (jr == 0)
+            return;
+        if (jr == -EBUSY) {
+            http_respond_error(req, 429, "LIMIT_REACHED", "too many requests already wait for "
+                               "sandbox '%s' to be created (--max-pending-spawns)", id);
+            return;
+        }
     }
     json_t *body = jx_body(req, true);
     if (!body)
@@ -43,8 +82,11 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
         return;
     }
     err[0] = '\0';
-    int rc = sbx_create(id, &lim, strcmp(network, "host") == 0, env, &s, err, sizeof err);
+    int rc = sbx_create(id, &lim, strcmp(network, "host") == 0, env, on_created, req, err,
+                        sizeof err);
     json_decref(body);
+    if (rc == 0)
+        return;   /* answered by on_created */
     if (rc == -EMFILE) {
         http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
         return;
@@ -53,14 +95,9 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
         http_respond_error(req, 409, "CONFLICT", "sandbox '%s' already exists", id);
         return;
     }
-    if (rc) {
-        log_error("sandbox %s: cannot create: %s", id, err);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot create sandbox '%s': %s", id,
-                           err[0] ? err : strerror(-rc));
-        return;
-    }
-    log_info("sandbox %s created", id);
-    jx_respond(req, 201, sbx_to_json(s));
+    log_error("sandbox %s: cannot create: %s", id, err);
+    http_respond_error(req, 500, "INTERNAL_ERROR", "cannot create sandbox '%s': %s", id,
+                       err[0] ? err : strerror(-rc));
 }
 
 sandbox *api_sandbox_lookup(http_req *req, const route_params *p)

@@ -29,8 +29,9 @@ int cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *
     return 0;
 }
 
-int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_exit_cb cb,
-              void *arg, jail_proc **jp, int out_fds[2], char *err, size_t errlen)
+int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_started_cb on_started,
+              jail_exit_cb on_exit, void *arg, jail_req **req, int out_fds[2], char *err,
+              size_t errlen)
 {
     int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, nul = -1, rc;
     char **envp = sbx_environ(sb, c->env, NULL);
@@ -50,7 +51,7 @@ int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_exit_
         .stdin_fd = stdin_fd >= 0 ? stdin_fd : nul, .stdout_fd = po[1], .stderr_fd = pe[1],
         .extra_fd = -1,
     };
-    rc = jail_spawn(sb->jail, &so, cb, arg, jp, err, errlen);
+    rc = jail_spawn(sb->jail, &so, on_started, on_exit, arg, req, err, errlen);
     if (!rc) {
         out_fds[0] = po[0];
         out_fds[1] = pe[0];
@@ -69,15 +70,19 @@ out:
     return rc;
 }
 
-void cmd_respond_error(http_req *req, int rc, const struct cmd_request *c, const char *err,
+void cmd_respond_error(http_req *req, int rc, const char *cwd, const char *err,
                        const char *what)
 {
     if (rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "the sandbox is at its process limit: %s",
                            err);
+    else if (rc == -ECANCELED)
+        http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "cannot start the %s: %s", what, err);
+    else if (rc == -EBUSY || rc == -ETIMEDOUT)
+        http_respond_error(req, 429, "LIMIT_REACHED", "cannot start the %s: %s", what, err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
         http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the %s in '%s': %s",
-                           what, c->cwd, err);
+                           what, cwd, err);
     else
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot start the %s: %s", what, err);
 }

@@ -96,6 +96,12 @@ static const struct opt OPTS[] = {
       "Output a background process keeps per stream (a ring: the oldest bytes are dropped and counted)." },
     { "max-processes", "SANDBOXD_MAX_PROCESSES", U64(max_processes), "64", 1, 100000,
       "Background processes a sandbox keeps (running or exited); past it the oldest exited one is forgotten, or 429." },
+    { "max-pending-spawns", "SANDBOXD_MAX_PENDING_SPAWNS", U64(max_pending_spawns), "64", 1, 100000,
+      "Requests per sandbox waiting for its init to answer (commands, processes and JS contexts being started) or for it to be created (PUT of the same id); one more gets 429." },
+    { "init-reply-timeout-ms", "SANDBOXD_INIT_REPLY_TIMEOUT_MS", U64(init_reply_timeout_ms), "10000", 100, 600000,
+      "Time a sandbox's init has to start a process (it runs under the sandbox's CPU quota); then the request fails with 429." },
+    { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
+      "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

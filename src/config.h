@@ -54,6 +54,10 @@ struct config {
     uint64_t drain_grace_ms;
     uint64_t max_list_entries;
     uint64_t max_followers;
+    /* the sandbox's init: nothing waits for it on the loop (jail.h) */
+    uint64_t max_pending_spawns;
+    uint64_t init_reply_timeout_ms;
+    uint64_t sandbox_start_timeout_ms;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -50,6 +50,7 @@ struct ctx_proc {
     bool exited, ready, dying;
     uint64_t oom_base;          /* the sandbox's OOM-kill count when this incarnation began */
     bool zyg_pending;           /* the zygote has not answered the fork yet */
+    jail_req *spawn_req;        /* Node: the sandbox's init has not started it yet */
     char why[160];              /* the zygote's reason when the fork failed */
     pid_t host_pid;             /* from the zygote, until the process is adopted */
     int status;
@@ -260,7 +261,7 @@ static void run_output(struct context *c, bool is_err, const char *data, size_t 
 
 static void proc_maybe_free(struct ctx_proc *p)
 {
-    if (p->handles == 0 && !p->jp && !p->ctx && !p->zyg_pending) {
+    if (p->handles == 0 && !p->jp && !p->ctx && !p->zyg_pending && !p->spawn_req) {
         buf_free(&p->line);
         free(p);
     }
@@ -297,6 +298,10 @@ static void proc_kill(struct ctx_proc *p)
         jail_proc_kill(p->jp, SIGKILL);
     else if (p->host_pid > 0)
         kill(p->host_pid, SIGKILL);    /* a zygote child not adopted yet */
+    else if (p->spawn_req) {
+        jail_cancel(p->spawn_req);     /* not started yet: the jail ends it if it starts */
+        p->spawn_req = NULL;
+    }
 }
 
 /* Let go of an incarnation: it is killed and its pipes closed. The caller then calls
@@ -545,8 +550,8 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             uv_close((uv_handle_t *)&p->chan, proc_handle_closed);
         }
         drain_output(p);
-        if (p->zyg_pending)
-            return;                  /* the zygote's answer will say what happened */
+        if (p->zyg_pending || p->spawn_req)
+            return;                  /* the zygote's or init's answer will say what happened */
         if (!p->jp && c && !p->exited)
             ctx_proc_died(c, p);     /* nothing watches its exit: treat EOF as the end */
         else
@@ -646,6 +651,23 @@ static void zyg_forked(pid_t pid, pid_t ns_pid, const char *msg, void *arg)
     proc_maybe_free(p);
 }
 
+/* Node: the sandbox's init started the context's process, or could not. */
+static void node_spawned(jail_proc *jp, int rc, const char *msg, void *arg)
+{
+    struct ctx_proc *p = arg;
+    p->spawn_req = NULL;
+    if (!rc) {
+        p->jp = jp;
+        if (!p->ctx)
+            proc_kill(p);   /* let go of while it was being started */
+    } else if (p->ctx) {
+        log_warn("context %s: could not start node: %s", p->ctx->id, msg ? msg : "");
+        snprintf(p->why, sizeof p->why, "%s", msg ? msg : strerror(-rc));
+        ctx_proc_died(p->ctx, p);
+    }
+    proc_maybe_free(p);
+}
+
 static int proc_start(struct context *c, char *err, size_t errlen)
 {
     int sv[2] = { -1, -1 }, po[2] = { -1, -1 }, pe[2] = { -1, -1 };
@@ -690,7 +712,8 @@ static int proc_start(struct context *c, char *err, size_t errlen)
             .argv = argv, .envp = (const char *const *)envp, .cwd = c->cwd,
             .stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1], .extra_fd = sv[1],
         };
-        rc = jail_spawn(c->sb->jail, &so, proc_exit_cb, p, &p->jp, err, errlen);
+        rc = jail_spawn(c->sb->jail, &so, node_spawned, proc_exit_cb, p, &p->spawn_req, err,
+                        errlen);
         close(devnull);
         if (rc)
             goto fail;
@@ -933,7 +956,7 @@ static bool lang_available(http_req *req, enum ctx_lang lang)
 
 static void respond_create_error(http_req *req, int rc, const char *err)
 {
-    if (rc == -EMFILE)
+    if (rc == -EMFILE || rc == -EBUSY)
         http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
         http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the context: %s", err);

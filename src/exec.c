@@ -2,7 +2,9 @@
  * exec.c — running one command (see exec.h). An exec_run owns three libuv handles (the
  * stdout and stderr pipes and a timer) plus, when stdin is given, a pipe to write it; it
  * is freed when every handle is closed, the process has been reaped, and the HTTP request
- * has been completed — whichever comes last.
+ * has been completed — whichever comes last. Until the sandbox's init has started the
+ * command (exec_started) it holds only the raw fds; a start that fails, or that the
+ * client gives up on, answers and frees it at once (the jail ends a late process).
  */
 #include "exec.h"
 
@@ -48,6 +50,11 @@ struct exec_run {
     uv_timer_t timer;
     int handles;            /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
+    /* until the sandbox's init has started the command (exec_started) */
+    jail_req *start;
+    int out_fd[2], in_fd;
+    uint64_t timeout;
+    char cwd[sizeof ((struct cmd_request *)0)->cwd];
 };
 
 int exec_exit_code(int status, const char **signame)
@@ -210,10 +217,19 @@ static void kill_group(struct exec_run *r)
         jail_proc_kill(r->proc, SIGKILL);
 }
 
+static void start_failed(struct exec_run *r, int rc, const char *msg);
+
 static void on_abort(http_req *req, void *arg)
 {
     struct exec_run *r = arg;
     (void)req;
+    if (r->start) {
+        /* not started yet: the jail ends the process if init starts it anyway */
+        jail_cancel(r->start);
+        r->start = NULL;
+        start_failed(r, -ECONNABORTED, "the client went away before it started");
+        return;
+    }
     kill_group(r);
     if (r->paused) {
         r->paused = false;
@@ -278,6 +294,58 @@ static int open_pipe(struct exec_run *r, struct exec_pipe *p, int fd, const char
     return uv_pipe_open(&p->h, fd);
 }
 
+/* The command could not start (or nobody waits for it any more): answer, free. */
+static void start_failed(struct exec_run *r, int rc, const char *msg)
+{
+    for (int i = 0; i < 2; i++)
+        if (r->out_fd[i] >= 0)
+            close(r->out_fd[i]);
+    if (r->in_fd >= 0)
+        close(r->in_fd);
+    cmd_respond_error(r->req, rc, r->cwd, msg ? msg : strerror(-rc), "command");
+    free(r->stdin_data);
+    free(r);
+}
+
+/* The sandbox's init started the command (or could not): from here on the run owns its
+ * pipes, its timer and the request. */
+static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
+{
+    struct exec_run *r = arg;
+    http_req *req = r->req;
+    r->start = NULL;
+    if (rc) {
+        start_failed(r, rc, msg);
+        return;
+    }
+    r->proc = jp;
+    r->sb->nexec++;
+    uv_timer_init(uv_default_loop(), &r->timer);
+    r->timer.data = r;
+    r->handles++;
+    open_pipe(r, &r->out, r->out_fd[0], "stdout");
+    open_pipe(r, &r->err, r->out_fd[1], "stderr");
+    if (r->stdin_data) {
+        uv_pipe_init(uv_default_loop(), &r->in, 0);
+        r->in.data = r;
+        r->handles++;
+        r->in_open = true;
+        uv_pipe_open(&r->in, r->in_fd);
+        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)strlen(r->stdin_data));
+        r->inw.data = r;
+        if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
+            stdin_written(&r->inw, -1);
+    }
+    req->on_drain = on_drain;
+    if (req->want_sse) {
+        r->streaming = true;
+        sse_begin(&r->sse, req);
+    }
+    if (r->timeout)
+        uv_timer_start(&r->timer, timer_cb, r->timeout, 0);
+    set_reading(r, true);
+}
+
 void api_exec(struct app *app, http_req *req, const route_params *p)
 {
     char err[JX_ERR];
@@ -300,11 +368,16 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
 
     struct exec_run *r = calloc(1, sizeof *r);
     int pi[2] = { -1, -1 }, out[2];
-    if (!r || (stdin_s && pipe2(pi, O_CLOEXEC))) {
+    if (!r || (stdin_s && (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(stdin_s))))) {
+        int e = errno;
+        if (pi[0] >= 0) {
+            close(pi[0]);
+            close(pi[1]);
+        }
         free(r);
         json_decref(body);
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
-                           strerror(errno));
+                           strerror(e));
         return;
     }
     r->req = req;
@@ -312,44 +385,24 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     r->cfg = app->cfg;
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
-    int rc = cmd_spawn(sb, &cmd, pi[0], exit_cb, r, &r->proc, out, err, sizeof err);
+    r->timeout = timeout;
+    r->in_fd = pi[1];
+    snprintf(r->cwd, sizeof r->cwd, "%s", cmd.cwd);
+    int rc = cmd_spawn(sb, &cmd, pi[0], exec_started, exit_cb, r, &r->start, out, err,
+                       sizeof err);
     if (pi[0] >= 0)
         close(pi[0]);
+    json_decref(body);
     if (rc) {
         if (pi[1] >= 0)
             close(pi[1]);
+        free(r->stdin_data);
         free(r);
-        cmd_respond_error(req, rc, &cmd, err, "command");
-        json_decref(body);
+        cmd_respond_error(req, rc, cmd.cwd, err, "command");
         return;
     }
-    sb->nexec++;
-    uv_timer_init(uv_default_loop(), &r->timer);
-    r->timer.data = r;
-    r->handles++;
-    open_pipe(r, &r->out, out[0], "stdout");
-    open_pipe(r, &r->err, out[1], "stderr");
-    if (stdin_s) {
-        r->stdin_data = strdup(stdin_s);
-        uv_pipe_init(uv_default_loop(), &r->in, 0);
-        r->in.data = r;
-        r->handles++;
-        r->in_open = true;
-        uv_pipe_open(&r->in, pi[1]);
-        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)strlen(r->stdin_data));
-        r->inw.data = r;
-        if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
-            stdin_written(&r->inw, -1);
-    }
-    json_decref(body);
-    req->on_abort = on_abort;
-    req->on_drain = on_drain;
+    r->out_fd[0] = out[0];
+    r->out_fd[1] = out[1];
+    req->on_abort = on_abort;   /* also while the start is pending */
     req->cb_arg = r;
-    if (req->want_sse) {
-        r->streaming = true;
-        sse_begin(&r->sse, req);
-    }
-    if (timeout)
-        uv_timer_start(&r->timer, timer_cb, timeout, 0);
-    set_reading(r, true);
 }

@@ -5,8 +5,12 @@
  * tmpfs when disk_bytes > 0 and we are root), a cgroup below the daemon's own, and a
  * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
  * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
- * (jail_proto.h) is request/reply for spawns and adoptions (we block on the reply, which
- * is bounded and short) and asynchronous for exits (uv_poll on the socket).
+ * (jail_proto.h) is request/answer for spawns and adoptions and one-way for exits and
+ * kills. The daemon's end is non-blocking, watched with uv_poll (jail__on_ctl, here:
+ * exits, creation's HELLO/READY/FAIL) and never waited on: sending and the requests
+ * waiting for answers are jail_ctl.c. Creation waits for READY the same way, on the
+ * loop, bounded by start_timeout_ms: only the daemon-side steps (directories, mounts,
+ * cgroup files, uv_spawn of init) run inside jail_create.
  *
  * Exit statuses: init reports the wait status of every process it spawned. Processes
  * that entered by themselves (zygote children, jail_adopt) are not init's children: the
@@ -14,14 +18,18 @@
  * (jail_global_init sets PR_SET_CHILD_SUBREAPER), so we wait for them through a pidfd.
  *
  * Ownership: a jail and its procs are freed only after their libuv handles are closed.
- * A jail_proc is freed right after its exit callback. jail_destroy() is asynchronous:
- * it kills, waits (timer) until nothing is left, removes cgroup, mounts and files
- * (openat/unlinkat, never following a link the sandbox planted), then calls done.
+ * A jail_proc is freed right after its exit callback; a jail_req right after its
+ * callback, or when it is dropped. jail_destroy() is asynchronous: it kills, waits
+ * (timer) until nothing is left, answers the requests still waiting (-ECANCELED) and
+ * reports the exits, removes cgroup, mounts and files (openat/unlinkat, never following
+ * a link the sandbox planted), then calls done: until done, whatever the callbacks use
+ * (the caller's objects, its sandbox) is still alive. A creation that failed is reported
+ * the same way, once everything it made is gone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "jail.h"
+#include "jail_int.h"
 #include "cgroup.h"
 #include "jail_proto.h"
 #include "jail_seccomp.h"
@@ -46,63 +54,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define JAIL_PATH_MAX 512
-#define CREATE_TIMEOUT_MS 10000
-#define REPLY_TIMEOUT_MS 10000
+#define DEFAULT_START_TIMEOUT_MS 10000
+#define DEFAULT_REPLY_TIMEOUT_MS 10000
+#define DEFAULT_MAX_PENDING 64
+#define CTL_RECV_MAX 1024      /* answers from init: a header and a sentence at most */
 #define DESTROY_TICK_MS 1
 #define DESTROY_MAX_TICKS 3000
 #define ADOPT_RETRIES 100
 #define SANDBOX_UID 1000
 #define DEFAULT_UID_BASE 200000
 #define RM_MAX_DEPTH 64
-
-struct exit_rec {
-    pid_t pid;
-    int status;
-};
-
-struct jail_proc {
-    jail *j;
-    pid_t pid;                 /* inside the sandbox */
-    bool adopted;
-    int pidfd;                 /* adopted only */
-    uv_poll_t poll;            /* adopted only: pidfd readable = exited */
-    uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */
-    int retries;
-    int handles;               /* open handles; freed when 0 after close */
-    jail_exit_cb cb;
-    void *arg;
-    jail_proc *prev, *next;
-};
-
-struct jail {
-    uv_loop_t *loop;
-    char id[64];
-    unsigned slot;
-    char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
-    struct cg cg;
-    bool has_cg, ws_tmpfs, network_host;
-    uv_process_t outer;
-    bool outer_spawned, outer_running;
-    int ctl;
-    uv_poll_t poll;
-    bool poll_init;
-    uv_timer_t timer;
-    bool timer_init;
-    pid_t inner;
-    int inner_pidfd;
-    unsigned long long userns_ino;
-    uint32_t next_id;
-    jail_proc *procs;
-    struct exit_rec *pending;  /* exits read while blocked on a reply */
-    size_t npending, cap_pending;
-    bool destroying, dead;
-    int ticks;
-    int handles;               /* open handles of the jail itself */
-    void (*done)(void *);
-    void *done_arg;
-    jail *prev, *next;
-};
 
 static struct {
     bool inited;
@@ -114,12 +75,12 @@ static struct {
     char runtimes_dir[JAIL_PATH_MAX];
     uid_t uid_base;
     unsigned max;
+    unsigned start_timeout_ms, reply_timeout_ms, max_pending;
     unsigned char *slots;
     jail *jails;
 } G;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void jail__set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
@@ -135,7 +96,7 @@ static int path_join(char *out, size_t n, const char *a, const char *b)
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-static int64_t now_ms(void)
+int64_t jail__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -207,7 +168,7 @@ static int rm_tree(const char *path)
     return rc;
 }
 
-/* ---- control socket -------------------------------------------------------------- */
+/* ---- exits read while tearing down ---------------------------------------------- */
 
 static void pending_push(jail *j, pid_t pid, int status)
 {
@@ -222,83 +183,9 @@ static void pending_push(jail *j, pid_t pid, int status)
     j->pending[j->npending++] = (struct exit_rec){ pid, status };
 }
 
-static void on_timer(uv_timer_t *t);
-
-/* Read messages until one of type want (or JP_FAIL) arrives; EXITs are queued. */
-static int ctl_wait(jail *j, uint32_t want, uint32_t id, struct jp_hdr *out, int *fd_out,
-                    char *payload, size_t cap, int timeout_ms)
-{
-    char small[256];
-    int64_t deadline = now_ms() + timeout_ms;
-    if (fd_out)
-        *fd_out = -1;
-    for (;;) {
-        struct jp_hdr h;
-        int fds[JP_MAX_FDS], nfds = 0;
-        int rc = payload ? jp_recv(j->ctl, &h, payload, cap, fds, &nfds)
-                         : jp_recv(j->ctl, &h, small, sizeof small, fds, &nfds);
-        if (rc == 1) {
-            bool match = (h.type == want && (!id || h.id == id)) || h.type == JP_FAIL;
-            if (h.type == JP_EXIT)
-                pending_push(j, h.a, h.b);
-            else if (h.type == JP_HELLO)
-                j->inner = h.a;
-            if (match) {
-                *out = h;
-                for (int i = 0; i < nfds; i++) {
-                    if (i == 0 && fd_out)
-                        *fd_out = fds[0];
-                    else
-                        close(fds[i]);
-                }
-                return 0;
-            }
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            continue;
-        }
-        if (rc == 0)
-            return -EPIPE;
-        if (rc != -EAGAIN && rc != -EBADMSG)
-            return rc;
-        if (rc == -EBADMSG)
-            continue;
-        int64_t left = deadline - now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { j->ctl, POLLIN, 0 };
-        (void)poll(&p, 1, (int)left);
-    }
-}
-
-/* Send, waiting (bounded) while the socket is full; queues EXITs read meanwhile. */
-static int ctl_send(jail *j, const struct jp_hdr *h, const void *payload, const int *fds, int nfds)
-{
-    int64_t deadline = now_ms() + REPLY_TIMEOUT_MS;
-    for (;;) {
-        int rc = jp_send(j->ctl, h, payload, fds, nfds);
-        if (rc != -EAGAIN)
-            return rc;
-        if (now_ms() > deadline)
-            return -ETIMEDOUT;
-        /* Init may be blocked sending to us: drain our side. */
-        struct jp_hdr in;
-        char small[64];
-        int rfds[JP_MAX_FDS], n;
-        while (jp_recv(j->ctl, &in, small, sizeof small, rfds, &n) == 1) {
-            for (int i = 0; i < n; i++)
-                close(rfds[i]);
-            if (in.type == JP_EXIT)
-                pending_push(j, in.a, in.b);
-        }
-        struct pollfd p = { j->ctl, POLLOUT, 0 };
-        (void)poll(&p, 1, 10);
-    }
-}
-
 /* ---- process bookkeeping --------------------------------------------------------- */
 
-static void proc_link(jail *j, jail_proc *p)
+void jail__proc_link(jail *j, jail_proc *p)
 {
     p->j = j;
     p->prev = NULL;
@@ -364,12 +251,6 @@ static void flush_pending(jail *j)
     }
 }
 
-static void schedule_flush(jail *j)
-{
-    if (j->npending && j->timer_init && !j->destroying)
-        uv_timer_start(&j->timer, on_timer, 0, 0);
-}
-
 /* waitid() status → wait(2) status. */
 static int status_from_siginfo(const siginfo_t *si)
 {
@@ -428,11 +309,20 @@ static void on_adopt_poll(uv_poll_t *h, int status, int events)
 
 /* ---- loop callbacks ---------------------------------------------------------------- */
 
+static void create_ready(jail *j);
+static void create_failed(jail *j, int rc, const char *msg);
+
 static void ctl_dead(jail *j)
 {
+    if (j->dead)
+        return;
     j->dead = true;
     if (j->poll_init && uv_is_active((uv_handle_t *)&j->poll))
         uv_poll_stop(&j->poll);
+    if (j->creating) {
+        create_failed(j, -EPIPE, "sandbox init exited before it was ready");
+        return;
+    }
     flush_pending(j);
     /* Init is gone, so is its pid namespace: spawned processes were killed. */
     for (jail_proc *p = j->procs, *n; p; p = n) {
@@ -440,21 +330,67 @@ static void ctl_dead(jail *j)
         if (!p->adopted)
             proc_finish(p, SIGKILL);
     }
+    jail__reqs_fail_all(j, -EPIPE, "the sandbox's init is gone");
 }
 
-static void on_ctl(uv_poll_t *h, int status, int events)
+/* One message from init. fds are taken over. */
+static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int *fds, int nfds)
+{
+    int fd0 = -1;
+    switch (m->type) {
+    case JP_HELLO:
+        if (j->creating)
+            j->inner = m->a;
+        break;
+    case JP_READY:
+        if (j->creating)
+            create_ready(j);
+        break;
+    case JP_FAIL:
+        if (j->creating) {
+            char msg[sizeof j->create_msg];
+            size_t n = m->len < sizeof msg ? m->len : sizeof msg - 1;
+            memcpy(msg, payload, n);
+            msg[n] = '\0';
+            create_failed(j, m->a < 0 ? m->a : -EIO, n && msg[0] ? msg : "sandbox init failed");
+        }
+        break;
+    case JP_EXIT:
+        dispatch_exit(j, m->a, m->b);
+        break;
+    case JP_SPAWNED:
+        jail__on_spawned(j, m);
+        break;
+    case JP_ADOPTED:
+        if (nfds > 0) {
+            fd0 = fds[0];
+            fds[0] = -1;
+        }
+        jail__on_adopted(j, m, fd0);
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < nfds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+void jail__on_ctl(uv_poll_t *h, int status, int events)
 {
     jail *j = h->data;
-    (void)events;
-    flush_pending(j);
     if (status < 0) {
         ctl_dead(j);
         return;
     }
+    if (events & UV_WRITABLE)
+        jail__ctl_flush(j);
     for (;;) {
+        if (j->destroying || j->dead)
+            return;   /* a callback destroyed the sandbox: teardown takes over */
         struct jp_hdr m;
-        char buf[256];
-        int fds[JP_MAX_FDS], nfds;
+        char buf[CTL_RECV_MAX];
+        int fds[JP_MAX_FDS], nfds = 0;
         int rc = jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds);
         if (rc == -EAGAIN)
             return;
@@ -464,12 +400,7 @@ static void on_ctl(uv_poll_t *h, int status, int events)
             ctl_dead(j);
             return;
         }
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
-        if (m.type == JP_EXIT)
-            dispatch_exit(j, m.a, m.b);
-        if (j->destroying)
-            return;
+        ctl_handle(j, &m, buf, fds, nfds);
     }
 }
 
@@ -496,29 +427,24 @@ static int slot_alloc(void)
 
 static void jail_teardown_start(jail *j);
 
-int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err, size_t errlen)
+/* Step 1: the jail object, its slot and its place in G.jails. */
+static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err,
+                        size_t errlen)
 {
-    int rc, sv[2] = { -1, -1 };
-    jail *j = NULL;
-    *out = NULL;
-    if (!G.inited) {
-        set_err(err, errlen, "jail_global_init() was not called");
-        return -EINVAL;
-    }
     size_t idlen = strlen(o->id);
-    if (idlen == 0 || idlen >= sizeof j->id || strchr(o->id, '/') || o->id[0] == '.') {
-        set_err(err, errlen, "invalid sandbox id");
+    if (idlen == 0 || idlen >= sizeof ((jail *)0)->id || strchr(o->id, '/') || o->id[0] == '.') {
+        jail__set_err(err, errlen, "invalid sandbox id");
         return -EINVAL;
     }
     int slot = slot_alloc();
     if (slot < 0) {
-        set_err(err, errlen, "all %u sandbox slots are in use", G.max);
+        jail__set_err(err, errlen, "all %u sandbox slots are in use", G.max);
         return slot;
     }
-    j = calloc(1, sizeof *j);
+    jail *j = calloc(1, sizeof *j);
     if (!j) {
         G.slots[slot] = 0;
-        set_err(err, errlen, "out of memory");
+        jail__set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     j->loop = loop;
@@ -526,75 +452,91 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     j->ctl = -1;
     j->inner_pidfd = -1;
     j->network_host = o->network_host;
+    j->reply_timeout_ms = G.reply_timeout_ms;
+    j->max_pending = G.max_pending;
     memcpy(j->id, o->id, idlen + 1);
     j->next = G.jails;
     if (G.jails)
         G.jails->prev = j;
     G.jails = j;
-    uid_t ruid = G.uid_base + 2 * (uid_t)slot, uuid = ruid + 1;
+    *out = j;
+    return 0;
+}
 
+/* Step 2: the sandbox's directory and its workspace (a size-capped tmpfs when root),
+ * owned by the sandbox's user. */
+static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err, size_t errlen)
+{
     char dir[JAIL_PATH_MAX];
-    if ((rc = path_join(dir, sizeof dir, G.sbx_dir, o->id)) ||
-        (rc = path_join(j->ws, sizeof j->ws, dir, "workspace"))) {
-        set_err(err, errlen, "sandbox path too long");
-        goto fail;
+    if (path_join(dir, sizeof dir, G.sbx_dir, o->id) ||
+        path_join(j->ws, sizeof j->ws, dir, "workspace")) {
+        jail__set_err(err, errlen, "sandbox path too long");
+        return -ENAMETOOLONG;
     }
     /* An existing dir means a live sandbox with this id: fail without touching it. */
     if (mkdir(dir, 0711) < 0) {
-        rc = -errno;
-        set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
-        goto fail;
+        jail__set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
+        return -errno;
     }
     memcpy(j->dir, dir, sizeof dir);   /* from here on, teardown removes it */
     if (mkdir(j->ws, 0700) < 0) {
-        rc = -errno;
-        set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
-        goto fail;
+        jail__set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
+        return -errno;
     }
     if (G.feat.root && o->limits.disk_bytes) {
         char data[128];
         snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u",
                  o->limits.disk_bytes, (unsigned)uuid, (unsigned)uuid);
         if (mount("sandboxd-ws", j->ws, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) {
-            rc = -errno;
-            set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
-            goto fail;
+            jail__set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
+            return -errno;
         }
         j->ws_tmpfs = true;
     }
     if (G.feat.root && chown(j->ws, uuid, uuid) < 0) {
-        rc = -errno;
-        set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
-        goto fail;
+        jail__set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
+        return -errno;
     }
-    if (G.cg.version) {
+    return 0;
+}
+
+/* Step 3: the cgroup with the sandbox's limits, before any of its processes exists. */
+static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t errlen)
+{
+    if (!G.cg.version)
+        return 0;
+    int rc = cg_create(&G.cg, o->id, &j->cg);
+    if (rc == -EEXIST) {   /* left over: empty it and try again */
+        struct cg old;
+        if (cg_lookup(&G.cg, o->id, &old) == 0) {
+            for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
+                usleep(1000);
+            (void)cg_remove(&old);
+        }
         rc = cg_create(&G.cg, o->id, &j->cg);
-        if (rc == -EEXIST) {   /* left over: empty it and try again */
-            struct cg old;
-            if (cg_lookup(&G.cg, o->id, &old) == 0) {
-                for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
-                    usleep(1000);
-                (void)cg_remove(&old);
-            }
-            rc = cg_create(&G.cg, o->id, &j->cg);
-        }
-        if (rc) {
-            set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
-            goto fail;
-        }
-        j->has_cg = true;
-        /* +2: the init's outer and inner processes live in the group too. */
-        rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
-                           o->limits.cpu_millis);
-        if (rc) {
-            set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
-            goto fail;
-        }
     }
+    if (rc) {
+        jail__set_err(err, errlen, "could not create the sandbox cgroup: %s", strerror(-rc));
+        return rc;
+    }
+    j->has_cg = true;
+    /* +2: the init's outer and inner processes live in the group too. */
+    rc = cg_set_limits(&j->cg, o->limits.memory_bytes, o->limits.pids ? o->limits.pids + 2 : 0,
+                       o->limits.cpu_millis);
+    if (rc)
+        jail__set_err(err, errlen, "could not set the sandbox limits: %s", strerror(-rc));
+    return rc;
+}
+
+/* Step 4: start sandboxd-init with the control socket as fd 3. It joins the cgroup and
+ * builds the sandbox by itself, under the sandbox's limits; we only listen. */
+static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid_t uuid,
+                             char *err, size_t errlen)
+{
+    int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-        rc = -errno;
-        set_err(err, errlen, "socketpair: %s", strerror(errno));
-        goto fail;
+        jail__set_err(err, errlen, "socketpair: %s", strerror(errno));
+        return -errno;
     }
     j->ctl = sv[0];
     /* The init's end must be blocking: it uses poll() and blocking sends. */
@@ -653,33 +595,61 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         .cwd = j->ws, .stdio_count = 4, .stdio = stdio,
     };
     j->outer.data = j;
-    rc = uv_spawn(loop, &j->outer, &po);
+    int rc = uv_spawn(j->loop, &j->outer, &po);
     close(sv[1]);
-    sv[1] = -1;
     if (rc) {
-        set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
-        goto fail;
+        jail__set_err(err, errlen, "could not start %s: %s", G.init_path, uv_strerror(rc));
+        return rc;
     }
     j->outer_spawned = j->outer_running = true;
     j->handles++;
+    return 0;
+}
 
-    struct jp_hdr h;
-    char fail[512];
-    rc = ctl_wait(j, JP_READY, 0, &h, NULL, fail, sizeof fail - 1, CREATE_TIMEOUT_MS);
-    if (rc) {
-        set_err(err, errlen, "sandbox init did not start: %s", strerror(-rc));
-        goto fail;
+int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_ready, void *arg,
+                char *err, size_t errlen)
+{
+    jail *j = NULL;
+    if (!G.inited) {
+        jail__set_err(err, errlen, "jail_global_init() was not called");
+        return -EINVAL;
     }
-    if (h.type == JP_FAIL) {
-        fail[h.len < sizeof fail ? h.len : sizeof fail - 1] = '\0';
-        rc = h.a < 0 ? h.a : -EIO;
-        set_err(err, errlen, "%s", h.len ? fail : "sandbox init failed");
-        goto fail;
+    int rc = create_alloc(loop, o, &j, err, errlen);
+    if (rc)
+        return rc;
+    uid_t ruid = G.uid_base + 2 * (uid_t)j->slot, uuid = ruid + 1;
+    if ((rc = create_dirs(j, o, uuid, err, errlen)) || (rc = create_cgroup(j, o, err, errlen)) ||
+        (rc = create_start_init(j, o, ruid, uuid, err, errlen))) {
+        /* Nothing of the sandbox runs yet: teardown is immediate and synchronous, so the
+         * id is free again when we return. */
+        j->done = NULL;
+        jail_teardown_start(j);
+        return rc;
     }
+    /* From here on, everything waits on the loop: init builds the sandbox under its own
+     * limits and says HELLO (its inner pid), then READY or FAIL (create_ready/failed). */
+    uv_poll_init(loop, &j->poll, j->ctl);
+    j->poll.data = j;
+    j->poll_init = true;
+    j->handles++;
+    uv_timer_init(loop, &j->timer);
+    j->timer.data = j;
+    j->timer_init = true;
+    j->handles++;
+    j->creating = true;
+    j->on_ready = on_ready;
+    j->ready_arg = arg;
+    jail__poll_update(j);
+    uv_timer_start(&j->timer, jail__on_timer, G.start_timeout_ms, 0);
+    return 0;
+}
+
+/* READY: the sandbox is built and init serves requests. */
+static void create_ready(jail *j)
+{
     if (j->inner <= 0) {
-        rc = -EPROTO;
-        set_err(err, errlen, "sandbox init did not report its pid");
-        goto fail;
+        create_failed(j, -EPROTO, "sandbox init did not report its pid");
+        return;
     }
     j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
     char nsp[64];
@@ -693,26 +663,27 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
                  JAIL_ANCHOR_FD + JAIL_NS_USER);
     if (stat(nsp, &st) == 0)
         j->userns_ino = (unsigned long long)st.st_ino;
+    j->creating = false;
+    uv_timer_stop(&j->timer);
+    jail_ready_cb cb = j->on_ready;
+    j->on_ready = NULL;
+    if (cb)
+        cb(j, 0, NULL, j->ready_arg);
+}
 
-    uv_poll_init(loop, &j->poll, j->ctl);
-    j->poll.data = j;
-    j->poll_init = true;
-    j->handles++;
-    uv_poll_start(&j->poll, UV_READABLE | UV_DISCONNECT, on_ctl);
-    uv_timer_init(loop, &j->timer);
-    j->timer.data = j;
-    j->timer_init = true;
-    j->handles++;
-    schedule_flush(j);
-    *out = j;
-    return 0;
-
-fail:
-    if (sv[1] >= 0)
-        close(sv[1]);
+/* Creation failed after init started: tear down; on_ready hears of it once all is gone
+ * (jail_free_if_closed), so that the caller may reuse the id at once. */
+static void create_failed(jail *j, int rc, const char *msg)
+{
+    if (!j->create_rc) {
+        j->create_rc = rc;
+        snprintf(j->create_msg, sizeof j->create_msg, "%s", msg);
+    }
+    j->creating = false;
+    if (j->destroying)
+        return;
     j->done = NULL;
     jail_teardown_start(j);
-    return rc;
 }
 
 /* ---- destruction --------------------------------------------------------------------- */
@@ -729,8 +700,16 @@ static void jail_free_if_closed(jail *j)
         j->next->prev = j->prev;
     void (*done)(void *) = j->done;
     void *arg = j->done_arg;
+    jail_ready_cb ready = j->on_ready;   /* creation that never got ready */
+    void *ready_arg = j->ready_arg;
+    int rc = j->create_rc ? j->create_rc : -ECANCELED;
+    char msg[sizeof j->create_msg];
+    snprintf(msg, sizeof msg, "%s", j->create_msg[0] ? j->create_msg
+                                                     : "the sandbox was destroyed before it was ready");
     free(j->pending);
     free(j);
+    if (ready)
+        ready(NULL, rc, msg, ready_arg);
     if (done)
         done(arg);
 }
@@ -768,6 +747,7 @@ static void jail_finish(jail *j)
         close(j->inner_pidfd);
         j->inner_pidfd = -1;
     }
+    jail__reqs_fail_all(j, -ECANCELED, "the sandbox was deleted before it answered");
     flush_pending(j);
     while (j->procs) {
         jail_proc *p = j->procs;
@@ -813,32 +793,49 @@ static bool all_gone(jail *j)
     return true;
 }
 
-static void on_timer(uv_timer_t *t)
+void jail__on_timer(uv_timer_t *t)
 {
     jail *j = t->data;
-    if (!j->destroying) {
-        flush_pending(j);
+    if (j->destroying) {
+        if (all_gone(j) || ++j->ticks > DESTROY_MAX_TICKS) {
+            uv_timer_stop(&j->timer);
+            jail_finish(j);
+            return;
+        }
+        if (j->ticks % 50 == 0)
+            kill_everything(j);
         return;
     }
-    if (all_gone(j) || ++j->ticks > DESTROY_MAX_TICKS) {
-        uv_timer_stop(&j->timer);
-        jail_finish(j);
+    if (j->creating) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "sandbox init did not get ready within %u ms "
+                 "(--sandbox-start-timeout-ms)", G.start_timeout_ms);
+        create_failed(j, -ETIMEDOUT, msg);
         return;
     }
-    if (j->ticks % 50 == 0)
-        kill_everything(j);
+    if (j->send_err) {
+        ctl_dead(j);
+        return;
+    }
+    jail__reqs_expire(j);
 }
 
-/* Start tearing down: also used by a failed jail_create (no timer/poll yet). */
+/* Start tearing down: also used by a failed jail_create (no timer/poll yet, and then
+ * nothing of the sandbox runs, so waiting here is bounded by our own work). */
 static void jail_teardown_start(jail *j)
 {
     j->destroying = true;
     if (j->ctl >= 0 && !j->dead) {
         /* Exits already reported are real statuses: deliver them first. */
-        struct jp_hdr m;
-        char buf[256];
-        int fds[JP_MAX_FDS], nfds;
-        while (jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds) == 1) {
+        for (;;) {
+            struct jp_hdr m;
+            char buf[CTL_RECV_MAX];
+            int fds[JP_MAX_FDS], nfds = 0;
+            int rc = jp_recv(j->ctl, &m, buf, sizeof buf, fds, &nfds);
+            if (rc == -EBADMSG)
+                continue;
+            if (rc != 1)
+                break;
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);
             if (m.type == JP_EXIT)
@@ -851,7 +848,6 @@ static void jail_teardown_start(jail *j)
         (void)cg_kill_all(&j->cg);
     kill_everything(j);
     if (!j->timer_init) {
-        /* Creation failed before the loop knew us: wait here, bounded. */
         for (int i = 0; i < DESTROY_MAX_TICKS && !all_gone(j); i++) {
             if (j->outer_running) {
                 int st;
@@ -864,7 +860,7 @@ static void jail_teardown_start(jail *j)
         jail_finish(j);
         return;
     }
-    uv_timer_start(&j->timer, on_timer, 0, DESTROY_TICK_MS);
+    uv_timer_start(&j->timer, jail__on_timer, 0, DESTROY_TICK_MS);
 }
 
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
@@ -875,6 +871,11 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
         return;
     j->done = done;
     j->done_arg = arg;
+    if (j->creating) {
+        j->creating = false;
+        j->create_rc = -ECANCELED;
+        snprintf(j->create_msg, sizeof j->create_msg, "the daemon is shutting down");
+    }
     jail_teardown_start(j);
 }
 
@@ -936,95 +937,7 @@ int jail_entry_info(const jail *j, struct jail_entry *e)
     return 0;
 }
 
-/* ---- spawning ------------------------------------------------------------------------ */
-
-static size_t put_str(char *buf, size_t off, size_t cap, const char *s)
-{
-    size_t l = strlen(s) + 1;
-    if (off == SIZE_MAX || off + l > cap)
-        return SIZE_MAX;
-    memcpy(buf + off, s, l);
-    return off + l;
-}
-
-int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_exit_cb cb, void *arg,
-               jail_proc **out, char *err, size_t errlen)
-{
-    static char payload[JP_MSG_MAX];
-    size_t cap = JP_MSG_MAX - sizeof(struct jp_hdr), off = 0;
-    int argc = 0, envc = 0;
-    *out = NULL;
-    if (j->destroying || j->dead) {
-        set_err(err, errlen, "the sandbox is gone");
-        return -ESRCH;
-    }
-    if (!o->argv || !o->argv[0] || o->argv[0][0] != '/') {
-        set_err(err, errlen, "argv[0] must be an absolute path");
-        return -EINVAL;
-    }
-    off = put_str(payload, off, cap, o->cwd ? o->cwd : "/workspace");
-    for (; o->argv[argc]; argc++)
-        off = put_str(payload, off, cap, o->argv[argc]);
-    for (; o->envp && o->envp[envc]; envc++)
-        off = put_str(payload, off, cap, o->envp[envc]);
-    if (off == SIZE_MAX || argc + envc > JP_MAX_ARGS) {
-        set_err(err, errlen, "arguments and environment exceed %d bytes", JP_MSG_MAX - 64);
-        return -E2BIG;
-    }
-    int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
-    int nfds = o->extra_fd >= 0 ? 4 : 3;
-    struct jp_hdr h = { .type = JP_SPAWN, .id = ++j->next_id, .a = argc, .b = envc,
-                        .c = nfds, .len = (uint32_t)off };
-    int rc = ctl_send(j, &h, payload, fds, nfds);
-    struct jp_hdr r;
-    if (!rc)
-        rc = ctl_wait(j, JP_SPAWNED, h.id, &r, NULL, NULL, 0, REPLY_TIMEOUT_MS);
-    schedule_flush(j);
-    if (rc) {
-        set_err(err, errlen, "sandbox init did not answer: %s", strerror(-rc));
-        return rc;
-    }
-    if (r.a <= 0) {
-        rc = r.a < 0 ? r.a : -EIO;
-        set_err(err, errlen, "could not start %s: %s", o->argv[0], strerror(-rc));
-        return rc;
-    }
-    jail_proc *p = calloc(1, sizeof *p);
-    if (!p) {
-        /* It runs; we cannot track it. Kill it rather than leak it. */
-        struct jp_hdr k = { .type = JP_KILL, .a = r.a, .b = SIGKILL };
-        (void)ctl_send(j, &k, NULL, NULL, 0);
-        set_err(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    p->pid = r.a;
-    p->pidfd = -1;
-    p->cb = cb;
-    p->arg = arg;
-    proc_link(j, p);
-    *out = p;
-    return 0;
-}
-
-int jail_proc_kill(jail_proc *p, int sig)
-{
-    jail *j = p->j;
-    if (p->adopted && p->pidfd >= 0) {
-        if (sig == SIGKILL)
-            (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGCONT, NULL, 0);
-        (void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
-        /* Only a kill also goes to its process group (through init); any other signal
-         * must arrive once: a second SIGINT would interrupt the code's own handler. */
-        if (sig != SIGKILL)
-            return 0;
-    }
-    if (j->dead || j->ctl < 0)
-        return p->adopted ? 0 : -ESRCH;
-    struct jp_hdr h = { .type = JP_KILL, .a = p->pid, .b = sig, .c = p->adopted };
-    int rc = ctl_send(j, &h, NULL, NULL, 0);
-    schedule_flush(j);
-    return rc;
-}
+/* ---- processes (spawning and kills: jail_ctl.c) -------------------------------------- */
 
 pid_t jail_proc_pid(const jail_proc *p)
 {
@@ -1032,7 +945,7 @@ pid_t jail_proc_pid(const jail_proc *p)
 }
 
 /* Track a process of the sandbox through a pidfd we hold (taken over: fd). */
-static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out)
+int jail__adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out)
 {
     jail_proc *p = calloc(1, sizeof *p);
     if (!p) {
@@ -1048,31 +961,10 @@ static int adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg
     uv_timer_init(j->loop, &p->retry);
     p->poll.data = p->retry.data = p;
     p->handles = 2;
-    proc_link(j, p);
+    jail__proc_link(j, p);
     uv_poll_start(&p->poll, UV_READABLE, on_adopt_poll);
     *out = p;
     return 0;
-}
-
-int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out)
-{
-    *out = NULL;
-    if (j->destroying || j->dead)
-        return -ESRCH;
-    struct jp_hdr h = { .type = JP_ADOPT, .id = ++j->next_id, .a = ns_pid }, r;
-    int fd = -1;
-    int rc = ctl_send(j, &h, NULL, NULL, 0);
-    if (!rc)
-        rc = ctl_wait(j, JP_ADOPTED, h.id, &r, &fd, NULL, 0, REPLY_TIMEOUT_MS);
-    schedule_flush(j);
-    if (rc)
-        return rc;
-    if (r.a < 0 || fd < 0) {
-        if (fd >= 0)
-            close(fd);
-        return r.a < 0 ? r.a : -EPROTO;
-    }
-    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
 }
 
 int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
@@ -1086,7 +978,7 @@ int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, voi
     if (fd < 0)
         return -errno;
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    return adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+    return jail__adopt_pidfd(j, ns_pid, fd, cb, arg, out);
 }
 
 /* ---- global ------------------------------------------------------------------------- */
@@ -1116,7 +1008,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     G.loop = loop;
     if (!g->state_dir || !g->init_path || snprintf(G.init_path, sizeof G.init_path, "%s", g->init_path) >= (int)sizeof G.init_path ||
         path_join(G.sbx_dir, sizeof G.sbx_dir, g->state_dir, "sandboxes")) {
-        set_err(err, errlen, "state_dir or init_path missing or too long");
+        jail__set_err(err, errlen, "state_dir or init_path missing or too long");
         return -EINVAL;
     }
     if (g->runtimes_dir)
@@ -1124,15 +1016,18 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     /* uv_spawn runs it from the workspace: make the path absolute. */
     char abs[PATH_MAX];
     if (!realpath(g->init_path, abs) || strlen(abs) >= sizeof G.init_path) {
-        set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
+        jail__set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
         return -ENOENT;
     }
     memcpy(G.init_path, abs, strlen(abs) + 1);
     if (access(G.init_path, X_OK) < 0) {
-        set_err(err, errlen, "sandbox init %s is not executable: %s", G.init_path, strerror(errno));
+        jail__set_err(err, errlen, "sandbox init %s is not executable: %s", G.init_path, strerror(errno));
         return -errno;
     }
     G.uid_base = g->host_uid_base ? g->host_uid_base : DEFAULT_UID_BASE;
+    G.start_timeout_ms = g->start_timeout_ms ? g->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
+    G.reply_timeout_ms = g->reply_timeout_ms ? g->reply_timeout_ms : DEFAULT_REPLY_TIMEOUT_MS;
+    G.max_pending = g->max_pending ? g->max_pending : DEFAULT_MAX_PENDING;
     G.max = g->max_sandboxes ? g->max_sandboxes : 64;
     G.slots = calloc(G.max, 1);
     if (!G.slots)
@@ -1142,7 +1037,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
      * intermediate parent exits (see jail_enter.h): we reap them through pidfds. Must be
      * set before the zygote is spawned (the flag is inherited as "has a subreaper"). */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-        set_err(err, errlen, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+        jail__set_err(err, errlen, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
         return -errno;
     }
     char buf[32] = "";
@@ -1172,7 +1067,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     G.feat.disk_limit = G.feat.root;
     if ((mkdir(g->state_dir, 0711) < 0 && errno != EEXIST) ||
         (mkdir(G.sbx_dir, 0711) < 0 && errno != EEXIST)) {
-        set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
+        jail__set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
         return -errno;
     }
     /* What a crashed daemon left: its inits died with it (PDEATHSIG), which ended their
@@ -1195,8 +1090,8 @@ void jail_global_shutdown(void)
         return;
     for (jail *j = G.jails; j; j = j->next)
         jail_destroy(j, NULL, NULL);
-    int64_t deadline = now_ms() + 5000;
-    while (G.jails && now_ms() < deadline)
+    int64_t deadline = jail__now_ms() + 5000;
+    while (G.jails && jail__now_ms() < deadline)
         uv_run(G.loop, UV_RUN_ONCE);
     free(G.slots);
     G.slots = NULL;

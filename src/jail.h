@@ -9,9 +9,20 @@
  * no capabilities, no_new_privs, the seccomp filter, a new session (no controlling tty)
  * and exactly the environment the caller gives (nothing of the daemon's leaks in).
  *
- * Threading: everything here runs on the daemon's single libuv loop thread. Calls may
- * block for a bounded, short time (creation waits for the sandbox's init to report
- * ready, with a timeout); exit notifications arrive as callbacks on the loop.
+ * Threading: everything here runs on the daemon's single libuv loop thread, and nothing
+ * here waits on the loop for anything a sandbox controls. The sandbox's init runs under
+ * the sandbox's own CPU quota, so whatever needs an answer from it (creation's ready,
+ * spawns, adoptions) is asynchronous: the request goes out on a non-blocking socket
+ * (queued while the socket is full), the answer comes back as a callback on the loop,
+ * and a timer bounds the wait. What runs on the daemon itself with a bounded cost
+ * (directories, mounts, cgroup files, starting init) stays synchronous.
+ *
+ * Requests waiting for init: each one is answered exactly once (success, init's error,
+ * -ETIMEDOUT after the reply timeout, -EPIPE when init dies, -ECANCELED when the sandbox
+ * is destroyed first), unless its caller gives up with jail_cancel(). At most
+ * max_pending requests per sandbox wait at a time; one more is refused with -EBUSY.
+ * A process init starts for a request nobody waits for any more is killed and reaped by
+ * the jail: nothing runs in a sandbox that the daemon does not track.
  *
  * Errors: functions return 0 or a negative errno value, and fill err (when not NULL)
  * with a sentence naming what failed.
@@ -46,6 +57,9 @@ struct jail_global {
     const char *runtimes_dir;  /* host dir bound read-only at /opt/sandboxd in every sandbox */
     uid_t host_uid_base;       /* when root: sandbox slot n uses host uids base+2n, base+2n+1 */
     unsigned max_sandboxes;    /* slots */
+    unsigned start_timeout_ms; /* a new sandbox's init must be ready within it (0: 10000) */
+    unsigned reply_timeout_ms; /* init must answer a spawn or adoption within it (0: 10000) */
+    unsigned max_pending;      /* requests per sandbox waiting for init (0: 64) */
 };
 
 /* Probe features, create the daemon's parent cgroups, and remove whatever a previous
@@ -71,14 +85,25 @@ struct jail_opts {
 
 typedef struct jail jail;   /* opaque */
 
-/* Create a sandbox: dirs, cgroup with limits, namespaces, root filesystem, init.
- * Blocks until the sandbox's init reports ready (bounded by a timeout). */
-int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err, size_t errlen);
+/* Called once, on the loop, when a sandbox is ready (j, rc 0, msg NULL) or could not be
+ * created (j NULL, rc a negative errno, msg a sentence). After a failure everything the
+ * attempt made (directory, cgroup, processes) is already gone, so the id may be reused. */
+typedef void (*jail_ready_cb)(jail *j, int rc, const char *msg, void *arg);
+
+/* Create a sandbox: dirs, cgroup with limits, namespaces, root filesystem, init. The
+ * daemon-side steps run now; the sandbox's init builds the rest under the sandbox's own
+ * limits. Returns 0 when under way: on_ready is then called exactly once, later (never
+ * from inside this call), within start_timeout_ms (-ETIMEDOUT) or with -ECANCELED when
+ * the daemon shuts down first. Returns -errno with err set when it failed at once (then
+ * on_ready is never called). */
+int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_ready, void *arg,
+                char *err, size_t errlen);
 
 /* End every process of the sandbox (SIGKILL through the cgroup and the pid namespace),
  * remove its cgroup, mounts and directory. done (may be NULL) is called on the loop once
  * everything is gone; after that the jail pointer is invalid. Every process still
- * tracked gets its exit callback before done. */
+ * tracked gets its exit callback, and every request still waiting for init gets its
+ * callback with -ECANCELED, before done. */
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
 
 /* Host path of the sandbox's /workspace (for the files API). */
@@ -116,12 +141,30 @@ struct jail_spawn_opts {
     int extra_fd;               /* given as fd 3 (the context channel), or -1 */
 };
 
+/* A request waiting for init's answer (opaque). Valid until its callback has been called
+ * or it was given to jail_cancel(). */
+typedef struct jail_req jail_req;
+
+/* Called once, on the loop, with the outcome of jail_spawn or jail_adopt: p is the
+ * process (rc 0; its exit comes later through the exit callback), or NULL with rc a
+ * negative errno and msg a sentence (p NULL, the exit callback is never called). */
+typedef void (*jail_started_cb)(jail_proc *p, int rc, const char *msg, void *arg);
+
 /* Spawn a process in the sandbox: a new session and process group, the sandbox user, no
- * capabilities, seccomp, then execve. Fails with the child's errno (e.g. -ENOENT for a
- * missing program, -EAGAIN at the pids limit) when it could not be started. The caller
- * keeps ownership of the fds it passed (the jail dups what it needs). */
-int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_exit_cb cb, void *arg,
-               jail_proc **out, char *err, size_t errlen);
+ * capabilities, seccomp, then execve. Returns 0 when the request is on its way (*req, when
+ * req is not NULL, names it for jail_cancel): on_started comes later with the process, or
+ * with the child's errno when it could not be started (e.g. -ENOENT for a missing
+ * program, -EAGAIN at the pids limit), -ETIMEDOUT, -EPIPE or -ECANCELED (see the top).
+ * Returns -errno with err set, and never calls on_started, when it is refused at once:
+ * -EINVAL, -E2BIG (arguments and environment over JP_MSG_MAX), -ESRCH (the sandbox is
+ * gone), -EBUSY (max_pending requests wait already). The caller keeps ownership of the
+ * fds it passed: the jail dups what it needs before returning, so they may be closed. */
+int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_started_cb on_started,
+               jail_exit_cb on_exit, void *arg, jail_req **req, char *err, size_t errlen);
+
+/* Give up on a request: its callback is never called, and the caller may free what it
+ * gave as arg. A process init starts for it anyway is killed and reaped by the jail. */
+void jail_cancel(jail_req *r);
 
 /* Signal the process's whole process group (SIGKILL is preceded by SIGCONT so that
  * stopped processes die too). */
@@ -135,8 +178,10 @@ pid_t jail_proc_pid(const jail_proc *p);   /* pid as seen inside the sandbox */
 int jail_entry_info(const jail *j, struct jail_entry *e);
 
 /* Register a process that entered the sandbox by itself (a zygote child), so that its
- * exit is reported (cb) like a spawned one. ns_pid is its pid inside the sandbox. */
-int jail_adopt(jail *j, pid_t ns_pid, jail_exit_cb cb, void *arg, jail_proc **out);
+ * exit is reported (on_exit) like a spawned one. ns_pid is its pid inside the sandbox.
+ * Asks init for a pidfd of it: asynchronous like jail_spawn (same returns, same rules). */
+int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit,
+               void *arg, jail_req **req);
 
 /* The same for a process that is already the daemon's own child (a zygote context,
  * created with CLONE_PARENT): no round trip to the sandbox's init. */

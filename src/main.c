@@ -140,6 +140,9 @@ int main(int argc, char **argv)
         .runtimes_dir = runtimes,
         .host_uid_base = (uid_t)cfg.host_uid_base,
         .max_sandboxes = (unsigned)cfg.max_sandboxes,
+        .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,
+        .reply_timeout_ms = (unsigned)cfg.init_reply_timeout_ms,
+        .max_pending = (unsigned)cfg.max_pending_spawns,
     };
     if ((rc = jail_global_init(loop, &jg, err, sizeof err))) {
         fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);

@@ -9,9 +9,10 @@
  * what it holds, start is also the count of bytes it dropped; followers keep their own
  * offset per stream. A ring's memory grows with what is written, up to its cap.
  *
- * Life: running → exited (exit callback) → finished (both pipes at EOF, or closed after
- * DRAIN_GRACE_MS when orphans hold them): followers get `exit`, DELETE waiters their
- * answer. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
+ * Life: starting (the POST waits for the sandbox's init to start it: not listed yet, but
+ * counted against --max-processes) → running → exited (exit callback) → finished (both
+ * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
+ * `exit`, DELETE waiters their answer. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
  * past --max-processes, or the sandbox's destruction), has no follower left and all its
  * handles are closed. The sandbox-destroy hook only detaches the procs: the jail kills
  * every process and reports each exit before the sandbox is gone.
@@ -84,11 +85,17 @@ struct proc {
     struct follower *followers;
     struct waiter *waiters;
     struct proc *next;           /* the sandbox's list */
+    /* until the sandbox's init has started it (proc_started) */
+    jail_req *start;
+    http_req *start_req;
+    sandbox *sb;
+    int out_fd[2];
 };
 
 struct proc_set {
     struct proc *head;
     unsigned n;
+    unsigned starting;           /* waiting for the sandbox's init; count against the cap */
 };
 
 static bool hook_registered;
@@ -443,6 +450,84 @@ static struct proc *lookup(http_req *req, const route_params *rp, sandbox **sbo)
 
 /* ---- routes ---- */
 
+/* The start failed or nobody waits for it: answer and forget the process. */
+static void start_failed(struct proc *p, int rc, const char *msg)
+{
+    struct proc_set *set = p->sb->processes;   /* NULL once the sandbox let go */
+    if (set && set->starting)
+        set->starting--;
+    for (int i = 0; i < 2; i++)
+        close(p->out_fd[i]);
+    cmd_respond_error(p->start_req, rc, p->cwd, msg ? msg : strerror(-rc), "process");
+    free(p->command);
+    free(p);
+}
+
+static void start_abort(http_req *req, void *arg)
+{
+    struct proc *p = arg;
+    (void)req;
+    /* the jail ends the process if the sandbox's init starts it anyway */
+    jail_cancel(p->start);
+    p->start = NULL;
+    start_failed(p, -ECONNABORTED, "the client went away before it started");
+}
+
+/* The sandbox's init started the process (or could not): it joins the sandbox's list
+ * and the request gets its answer. */
+static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
+{
+    struct proc *p = arg;
+    http_req *req = p->start_req;
+    sandbox *sb = p->sb;
+    p->start = NULL;
+    req->on_abort = NULL;
+    req->cb_arg = NULL;
+    if (rc) {
+        start_failed(p, rc, msg);
+        return;
+    }
+    struct proc_set *set = proc_set_of(sb);
+    if (set && set->starting)
+        set->starting--;
+    p->jp = jp;
+    p->pid = jail_proc_pid(p->jp);
+    p->started_ms = stamp_now_ms();
+    uv_timer_init(uv_default_loop(), &p->timer);
+    p->timer.data = p;
+    p->handles++;
+    for (int i = 0; i < 2; i++) {
+        struct ppipe *pp = &p->io[i];
+        pp->p = p;
+        pp->ring.cap = (size_t)log_cap;
+        uv_pipe_init(uv_default_loop(), &pp->h, 0);
+        pp->h.data = pp;
+        p->handles++;
+        pp->open = true;
+        if (uv_pipe_open(&pp->h, p->out_fd[i]) ||
+            uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb)) {
+            close_pipe(pp);   /* no output from this stream; the process still runs */
+        }
+    }
+    if (!set) {
+        /* out of memory for the list: the process cannot be managed, so it ends */
+        jail_proc_kill(p->jp, SIGKILL);
+        p->removed = true;
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
+        return;
+    }
+    /* append: the list stays in start order */
+    struct proc **tail = &set->head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = p;
+    set->n++;
+    log_info("sandbox %s: process %s started (pid %d)", sb->id, p->id, (int)p->pid);
+    json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
+                          p->command, "status", "running");
+    jx_respond(req, 201, j);
+}
+
 void api_process_start(struct app *app, http_req *req, const route_params *rp)
 {
     char err[JX_ERR];
@@ -466,7 +551,7 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
         return;
     }
     struct proc_set *set = proc_set_of(sb);
-    if (set && set->n >= app->cfg->max_processes) {
+    if (set && set->n + set->starting >= app->cfg->max_processes) {
         /* forget the oldest exited process nobody follows; else refuse */
         for (struct proc *q = set->head; q; q = q->next)
             if (q->finished && !q->followers && !q->waiters) {
@@ -475,7 +560,7 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
                 break;
             }
     }
-    if (!set || set->n >= app->cfg->max_processes) {
+    if (!set || set->n + set->starting >= app->cfg->max_processes) {
         json_decref(body);
         http_respond_error(req, 429, "LIMIT_REACHED",
                            "the sandbox has %llu background processes, its limit "
@@ -495,44 +580,21 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     }
     snprintf(p->cwd, sizeof p->cwd, "%s", cmd.cwd);
     int out[2];
-    int rc = cmd_spawn(sb, &cmd, -1, exit_cb, p, &p->jp, out, err, sizeof err);
+    int rc = cmd_spawn(sb, &cmd, -1, proc_started, exit_cb, p, &p->start, out, err, sizeof err);
+    json_decref(body);
     if (rc) {
         free(p->command);
         free(p);
-        cmd_respond_error(req, rc, &cmd, err, "process");
-        json_decref(body);
+        cmd_respond_error(req, rc, cmd.cwd, err, "process");
         return;
     }
-    json_decref(body);
-    p->pid = jail_proc_pid(p->jp);
-    p->started_ms = stamp_now_ms();
-    uv_timer_init(app->loop, &p->timer);
-    p->timer.data = p;
-    p->handles++;
-    int fds[2] = { out[0], out[1] };
-    for (int i = 0; i < 2; i++) {
-        struct ppipe *pp = &p->io[i];
-        pp->p = p;
-        pp->ring.cap = (size_t)log_cap;
-        uv_pipe_init(app->loop, &pp->h, 0);
-        pp->h.data = pp;
-        p->handles++;
-        pp->open = true;
-        if (uv_pipe_open(&pp->h, fds[i]) ||
-            uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb)) {
-            close_pipe(pp);   /* no output from this stream; the process still runs */
-        }
-    }
-    /* append: the list stays in start order */
-    struct proc **tail = &set->head;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = p;
-    set->n++;
-    log_info("sandbox %s: process %s started (pid %d)", sb->id, p->id, (int)p->pid);
-    json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
-                          p->command, "status", "running");
-    jx_respond(req, 201, j);
+    p->sb = sb;
+    p->start_req = req;
+    p->out_fd[0] = out[0];
+    p->out_fd[1] = out[1];
+    set->starting++;
+    req->on_abort = start_abort;
+    req->cb_arg = p;
 }
 
 void api_process_list(struct app *app, http_req *req, const route_params *rp)

@@ -2,6 +2,13 @@
  * sandbox.c — the sandbox registry (see sandbox.h): a hash of live sandboxes by id plus a
  * creation-ordered list for listing, the per-sandbox limits, and the environment
  * allow-list every process in a sandbox starts from.
+ *
+ * Sandboxes being created are not in the hash or the list (nothing may use them before
+ * their jail is ready) but in a short list of struct creation, which reserves their id
+ * and counts against --max-sandboxes. Concurrent get-or-create of an id being created
+ * joins that creation (up to --max-pending-spawns requests) rather than failing with 409:
+ * a client that retries its PUT, or two workers that share a sandbox id, then see one
+ * sandbox, created once.
  */
 #include "stamp.h"
 #include "sandbox.h"
@@ -23,6 +30,25 @@ static sandbox *list_head, *list_tail;
 static unsigned count;
 static void (*destroy_hooks[4])(sandbox *s);
 static unsigned nhooks;
+
+/* A request waiting for a creation under way. */
+struct joiner {
+    struct joiner *next;
+    sbx_created_cb cb;
+    void *arg;
+};
+
+/* A creation under way: the sandbox (no jail yet), who asked, who joined. */
+struct creation {
+    struct creation *next;
+    sandbox *s;
+    sbx_created_cb cb;
+    void *arg;
+    struct joiner *joiners;   /* in arrival order */
+    unsigned njoiners;
+};
+static struct creation *creations;
+static unsigned ncreating;
 
 /* The environment every sandboxed process starts from. Nothing of the daemon's own
  * environment is inherited: secrets in it (tokens, cloud credentials) never reach code. */
@@ -107,18 +133,77 @@ int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size
     return 0;
 }
 
-int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
-               const json_t *env, sandbox **out, char *err, size_t errlen)
+static struct creation *creation_find(const char *id)
 {
-    if (sbx_find(id))
+    for (struct creation *c = creations; c; c = c->next)
+        if (strcmp(c->s->id, id) == 0)
+            return c;
+    return NULL;
+}
+
+static void registry_add(sandbox *s)
+{
+    unsigned h = hash(s->id);
+    s->hnext = buckets[h];
+    buckets[h] = s;
+    s->lprev = list_tail;
+    if (list_tail)
+        list_tail->lnext = s;
+    else
+        list_head = s;
+    list_tail = s;
+    count++;
+}
+
+/* The jail is ready or could not be made: register or free, then tell everyone. */
+static void jail_ready(jail *j, int rc, const char *msg, void *arg)
+{
+    struct creation *c = arg;
+    for (struct creation **pp = &creations; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    ncreating--;
+    sandbox *s = c->s;
+    char id[SBX_ID_MAX + 1];
+    snprintf(id, sizeof id, "%s", s->id);
+    if (rc) {
+        json_decref(s->env);
+        free(s);
+        s = NULL;
+    } else {
+        s->jail = j;
+        s->created_ms = stamp_now_ms();
+        registry_add(s);
+    }
+    c->cb(s, id, rc, msg, c->arg);
+    while (c->joiners) {
+        struct joiner *w = c->joiners;
+        c->joiners = w->next;
+        w->cb(s, id, rc, msg, w->arg);
+        free(w);
+    }
+    free(c);
+}
+
+int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
+               const json_t *env, sbx_created_cb cb, void *arg, char *err, size_t errlen)
+{
+    if (sbx_find(id) || creation_find(id))
         return -EEXIST;
-    if (count >= cfg->max_sandboxes) {
-        snprintf(err, errlen, "%u sandboxes exist, the limit (--max-sandboxes)", count);
+    if (count + ncreating >= cfg->max_sandboxes) {
+        snprintf(err, errlen, "%u sandboxes exist, the limit (--max-sandboxes)",
+                 count + ncreating);
         return -EMFILE;
     }
     sandbox *s = calloc(1, sizeof *s);
-    if (!s)
+    struct creation *c = calloc(1, sizeof *c);
+    if (!s || !c) {
+        free(s);
+        free(c);
         return -ENOMEM;
+    }
     snprintf(s->id, sizeof s->id, "%s", id);
     s->limits = *lim;
     s->network_host = network_host;
@@ -135,23 +220,39 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
             .disk_bytes = lim->disk_mb << 20,
         },
     };
-    int rc = jail_create(uv_default_loop(), &jo, &s->jail, err, errlen);
+    c->s = s;
+    c->cb = cb;
+    c->arg = arg;
+    int rc = jail_create(uv_default_loop(), &jo, jail_ready, c, err, errlen);
     if (rc) {
         json_decref(s->env);
         free(s);
+        free(c);
         return rc;
     }
-    unsigned h = hash(id);
-    s->hnext = buckets[h];
-    buckets[h] = s;
-    s->lprev = list_tail;
-    if (list_tail)
-        list_tail->lnext = s;
-    else
-        list_head = s;
-    list_tail = s;
-    count++;
-    *out = s;
+    c->next = creations;
+    creations = c;
+    ncreating++;
+    return 0;
+}
+
+int sbx_join(const char *id, sbx_created_cb cb, void *arg)
+{
+    struct creation *c = creation_find(id);
+    if (!c)
+        return -ENOENT;
+    if (c->njoiners >= cfg->max_pending_spawns)
+        return -EBUSY;
+    struct joiner *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->cb = cb;
+    w->arg = arg;
+    struct joiner **tail = &c->joiners;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = w;
+    c->njoiners++;
     return 0;
 }
 

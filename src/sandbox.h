@@ -5,6 +5,10 @@
  * A sandbox is created on request (PUT get-or-create, POST with a generated id), lives
  * until DELETE or daemon shutdown, and is destroyed asynchronously: while it is being
  * destroyed it is no longer found by id, and its jail ends every process it holds.
+ * Creation is asynchronous too (the sandbox's init builds it under the sandbox's own
+ * limits, and the daemon never waits for that on its loop): while it is being created,
+ * its id is taken but sbx_find() does not return it; a get-or-create of the same id
+ * joins the creation under way (sbx_join) and gets the same outcome.
  *
  * Ids are validated here (sbx_valid_id) before they reach a path or a log line.
  */
@@ -57,10 +61,21 @@ sandbox *sbx_first(void);               /* in creation order; then s->lnext */
  * Returns 0 or -1 with err naming the bad field. */
 int sbx_parse_limits(const json_t *limits, struct sbx_limits *out, char *err, size_t errlen);
 
-/* Create and register. -EEXIST when the id is taken, -EMFILE past --max-sandboxes,
- * other -errno from the jail with err set. env is borrowed (copied). */
+/* The outcome of a creation: s is the registered, ready sandbox (rc 0), or NULL with rc a
+ * negative errno and err a sentence. id is the id asked for. */
+typedef void (*sbx_created_cb)(sandbox *s, const char *id, int rc, const char *err, void *arg);
+
+/* Create and register. Returns 0 when under way: cb is called once, later. Returns at once
+ * -EEXIST when the id is taken (live or being created), -EMFILE past --max-sandboxes,
+ * other -errno from the jail with err set; then cb is never called. env is borrowed
+ * (copied). */
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
-               const json_t *env, sandbox **out, char *err, size_t errlen);
+               const json_t *env, sbx_created_cb cb, void *arg, char *err, size_t errlen);
+
+/* Wait for the creation of id under way: 0 (cb is called once, with its outcome, after
+ * the creator's), -ENOENT when none is under way, -EBUSY when --max-pending-spawns
+ * requests already wait for it. */
+int sbx_join(const char *id, sbx_created_cb cb, void *arg);
 
 /* Unregister now and destroy: every process ends, the workspace is removed; done (may be
  * NULL) runs when all is gone. Hooks registered with sbx_on_destroy run first. */

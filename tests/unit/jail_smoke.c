@@ -12,6 +12,7 @@
 #endif
 #include "jail.h"
 #include "jail_enter.h"
+#include "jail_wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static int run(uv_loop_t *loop, jail *j, const char *const *argv, int outfd, int
     struct waiter w = { 0 };
     jail_proc *p;
     char err[256] = "";
-    int rc = jail_spawn(j, &o, on_exit_cb, &w, &p, err, sizeof err);
+    int rc = jail_spawn_wait(loop, j, &o, on_exit_cb, &w, &p, err, sizeof err);
     close(devnull);
     if (rc) {
         *status = -1;
@@ -162,12 +163,76 @@ static void check_adopt(uv_loop_t *loop, jail *j)
     CHECK(n == sizeof nspid && nspid > 1, "no pid from the grandchild");
     struct waiter w = { 0 };
     jail_proc *p;
-    rc = jail_adopt(j, nspid, on_exit_cb, &w, &p);
+    rc = jail_adopt_wait(loop, j, nspid, on_exit_cb, &w, &p);
     CHECK(rc == 0, "jail_adopt: %s", strerror(-rc));
     while (rc == 0 && !w.done)
         uv_run(loop, UV_RUN_ONCE);
     printf("adopted zygote-style child: ns pid %d, status 0x%x\n", (int)nspid, (unsigned)w.status);
     CHECK(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 5, "adopted status 0x%x", (unsigned)w.status);
+}
+
+struct started {
+    int calls;
+    int rc;
+};
+
+static void on_started_count(jail_proc *p, int rc, const char *msg, void *arg)
+{
+    struct started *st = arg;
+    (void)p;
+    (void)msg;
+    st->calls++;
+    st->rc = rc;
+}
+
+/* The asynchronous contract of jail_spawn (jail.h): no callback from inside the call, at
+ * most max_pending (4 here) requests wait, a cancelled one is never answered, and a
+ * sandbox destroyed with a request still waiting answers it exactly once, -ECANCELED. */
+static void check_async(uv_loop_t *loop, jail *j)
+{
+    static const char *const a_true[] = { "/bin/true", NULL };
+    static const char *const a_sleep[] = { "/bin/sleep", "5", NULL };
+    static const char *const envp[] = { NULL };
+    struct jail_spawn_opts o = { .argv = a_true, .envp = envp, .cwd = "/workspace",
+                                 .stdin_fd = 0, .stdout_fd = 2, .stderr_fd = 2, .extra_fd = -1 };
+    struct started st[5];
+    jail_req *req[5];
+    char err[256];
+    memset(st, 0, sizeof st);
+    for (int i = 0; i < 5; i++) {
+        int rc = jail_spawn(j, &o, on_started_count, NULL, &st[i], &req[i], err, sizeof err);
+        CHECK(rc == (i < 4 ? 0 : -EBUSY), "spawn #%d: rc=%d (%s)", i, rc, err);
+        CHECK(st[i].calls == 0, "spawn #%d answered from inside the call", i);
+    }
+    jail_cancel(req[1]);
+    double until = now_ms() + 10000;
+    while ((!st[0].calls || !st[2].calls || !st[3].calls) && now_ms() < until)
+        uv_run(loop, UV_RUN_ONCE);
+    for (double t = now_ms() + 100; now_ms() < t;)
+        uv_run(loop, UV_RUN_NOWAIT);
+    CHECK(st[0].calls == 1 && st[2].calls == 1 && st[3].calls == 1 && st[0].rc == 0,
+          "answers: %d %d %d rc=%d", st[0].calls, st[2].calls, st[3].calls, st[0].rc);
+    CHECK(st[1].calls == 0, "a cancelled spawn was answered");
+    CHECK(st[4].calls == 0, "a refused spawn was answered");
+
+    struct jail_opts jo = { .id = "smoke-async",
+                            .limits = { .pids = 16, .tmp_bytes = 1 << 20 } };
+    jail *k;
+    if (jail_create_wait(loop, &jo, &k, err, sizeof err)) {
+        CHECK(0, "jail_create smoke-async: %s", err);
+        return;
+    }
+    struct started pending = { 0 };
+    o.argv = a_sleep;
+    int rc = jail_spawn(k, &o, on_started_count, NULL, &pending, NULL, err, sizeof err);
+    CHECK(rc == 0, "spawn before destroy: %s", err);
+    bool gone = false;
+    jail_destroy(k, on_destroyed, &gone);
+    while (!gone)
+        uv_run(loop, UV_RUN_ONCE);
+    CHECK(pending.calls == 1 && pending.rc == -ECANCELED,
+          "spawn pending at destroy: calls=%d rc=%d", pending.calls, pending.rc);
+    printf("async: cap, cancel and destroy-while-pending behave\n");
 }
 
 /* Copy the static probe into the workspace and run every attack it knows. */
@@ -230,7 +295,7 @@ int main(int argc, char **argv)
     uv_loop_t *loop = uv_default_loop();
     struct jail_global g = {
         .state_dir = state, .init_path = init, .runtimes_dir = runtimes,
-        .host_uid_base = 300000, .max_sandboxes = 16,
+        .host_uid_base = 300000, .max_sandboxes = 16, .max_pending = 4,
     };
     char err[512] = "";
     int rc = jail_global_init(loop, &g, err, sizeof err);
@@ -249,7 +314,7 @@ int main(int argc, char **argv)
                     .tmp_bytes = 64 << 20, .disk_bytes = 64 << 20 },
     };
     jail *j;
-    rc = jail_create(loop, &o, &j, err, sizeof err);
+    rc = jail_create_wait(loop, &o, &j, err, sizeof err);
     if (rc) {
         fprintf(stderr, "jail_create: %s (%s)\n", err, strerror(-rc));
         return 77;
@@ -263,7 +328,7 @@ int main(int argc, char **argv)
         struct jail_spawn_opts so = { .argv = a_sleep, .envp = envp, .cwd = "/workspace",
                                       .stdin_fd = 0, .stdout_fd = 1, .stderr_fd = 2, .extra_fd = -1 };
         jail_proc *p;
-        rc = jail_spawn(j, &so, NULL, NULL, &p, err, sizeof err);
+        rc = jail_spawn_wait(loop, j, &so, NULL, NULL, &p, err, sizeof err);
         printf("crash: left %s running in %s\n", rc ? err : "sleep", jail_workspace(j));
         _exit(0);
     }
@@ -307,6 +372,7 @@ int main(int argc, char **argv)
         printf("oom_kills=%" PRIu64 "\n", jail_oom_kills(j));
     }
     check_adopt(loop, j);
+    check_async(loop, j);
     if (probe)
         run_probes(loop, j, probe);
     char wsdir[512];
@@ -321,7 +387,7 @@ int main(int argc, char **argv)
     o.id = "bench";
     for (int i = 0; i < runs; i++) {
         double t0 = now_ms();
-        rc = jail_create(loop, &o, &j, err, sizeof err);
+        rc = jail_create_wait(loop, &o, &j, err, sizeof err);
         tc[i] = now_ms() - t0;
         if (rc) {
             fprintf(stderr, "jail_create #%d: %s\n", i, err);
@@ -330,7 +396,7 @@ int main(int argc, char **argv)
         destroy_wait(loop, j);
     }
     o.id = "spawn";
-    rc = jail_create(loop, &o, &j, err, sizeof err);
+    rc = jail_create_wait(loop, &o, &j, err, sizeof err);
     const char *const a_true[] = { "/bin/true", NULL };
     for (int i = 0; i < runs && rc == 0; i++) {
         double t0 = now_ms();

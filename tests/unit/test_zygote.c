@@ -36,6 +36,7 @@
 #include <jansson.h>
 
 #include "jail.h"
+#include "jail_wait.h"
 #include "zygote_client.h"
 
 static uv_loop_t *loop;
@@ -129,7 +130,7 @@ static void ctx_open(struct ctx *c)
     if (c->fork_rc)
         fail_msg("fork failed: %s (%s)", c->msg, strerror(-c->fork_rc));
     assert_true(c->ns_pid > 0);
-    assert_int_equal(jail_adopt(sbx, c->ns_pid, on_ctx_exit, c, &c->proc), 0);
+    assert_int_equal(jail_adopt_wait(loop, sbx, c->ns_pid, on_ctx_exit, c, &c->proc), 0);
     json_t *m = read_msg(c, 10000);
     assert_non_null(m);
     assert_string_equal(json_string_value(json_object_get(m, "type")), "ready");
@@ -242,7 +243,7 @@ static int setup(void **state)
     struct jail_opts o = { .id = "zygtest",
                            .limits = { .memory_bytes = 1ULL << 30, .pids = 256,
                                        .tmp_bytes = 64ULL << 20 } };
-    rc = jail_create(loop, &o, &sbx, err, sizeof err);
+    rc = jail_create_wait(loop, &o, &sbx, err, sizeof err);
     if (rc)
         fail_msg("jail_create: %s", err);
     return 0;
