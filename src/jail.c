@@ -916,6 +916,12 @@ uint64_t jail_oom_kills(const jail *j)
     return j->has_cg ? cg_oom_kills(&j->cg) : 0;
 }
 
+int jail_memory_headroom(const jail *j, uint64_t *bytes)
+{
+    *bytes = UINT64_MAX;
+    return j->has_cg ? cg_memory_headroom(&j->cg, bytes) : -ENOTSUP;
+}
+
 int jail_entry_info(const jail *j, struct jail_entry *e)
 {
     memset(e, 0, sizeof *e);

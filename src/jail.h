@@ -98,6 +98,10 @@ int jail_usage(const jail *j, struct jail_usage *u);
  * own counter (memory.oom_control oom_kill on v1, memory.events oom_kill on v2). */
 uint64_t jail_oom_kills(const jail *j);
 
+/* Bytes the sandbox can still be charged before its memory limit (see
+ * cg_memory_headroom); -ENOTSUP when it has no memory cgroup (non-root mode). */
+int jail_memory_headroom(const jail *j, uint64_t *bytes);
+
 /* A process spawned in a sandbox. */
 typedef struct jail_proc jail_proc;
 
