@@ -4,22 +4,38 @@
  *
  * Memory: neither direction holds a file in memory. An upload arrives through http.c's
  * streamed-body mode: each piece is copied into one of two UPLOAD_BUF buffers while the
- * other is being written by uv_fs_write on libuv's threadpool; when both are busy the
- * body is paused, so the connection stops reading and the client is held back by TCP.
- * A download reads DOWNLOAD_CHUNK bytes at a time with uv_fs_read and writes them to the
- * client; when the client is slow the stream asks to pause and the next read waits for
- * on_drain. Either way a transfer holds about 2 MiB, whatever the file's size.
+ * other is being written to the writer's pipe; when both are busy the body is paused, so
+ * the connection stops reading and the client is held back by TCP. A download reads
+ * DOWNLOAD_CHUNK bytes at a time with uv_fs_read and writes them to the client; when the
+ * client is slow the stream asks to pause and the next read waits for on_drain. Either
+ * way a transfer holds about 2 MiB (plus the pipe's buffer), whatever the file's size.
+ *
+ * Uploads are charged to the sandbox: the daemon resolves and creates the file (files.c,
+ * every openat2 rule applies), but the bytes are written by a writer process inside the
+ * sandbox (/bin/cat, started through the sandbox's init: the sandbox's user, seccomp
+ * filter and cgroup) with stdin a pipe from the daemon and stdout the file. Pages of the
+ * workspace tmpfs are charged to the cgroup of the process that writes them, so the
+ * sandbox pays for them in memory and diskMb, as for bytes its own code writes. The
+ * daemon writes the pipe without blocking (libuv queues, the body pauses); a writer that
+ * stops reading stalls only its own upload. The writer's end tells the outcome: ENOSPC is
+ * 507 DISK_FULL, ENOMEM or the OOM killer is 507 MEMORY_LIMIT, and a file is put in place
+ * only when the writer exited 0 after EOF and the file holds every byte received. A
+ * Content-Length that cannot fit (free space, memory headroom) is refused before anything
+ * is written. Without root there are no cgroups and the workspace is a host directory:
+ * the same writer runs in the sandbox, and the bytes land on the host's disk, charged to
+ * no memory cgroup.
  *
  * Uploads are atomic: the body goes to a hidden temporary file next to the target,
  * created O_EXCL|O_NOFOLLOW and chowned to the sandbox's user, and is renamed over the
  * target once complete. Readers in the sandbox never see half a file, a failed upload
  * leaves nothing behind, and a name that is a planted hard link or symlink is replaced,
  * never written through. Metadata calls run on the loop (see files.c for why that is
- * bounded); data moves and recursive removes run on the threadpool.
+ * bounded); downloads and recursive removes run on the threadpool.
  *
- * A transfer keeps no pointer to its sandbox after it starts, only fds: deleting the
- * sandbox meanwhile (its workspace is detached, not unmounted under us) cannot make a
- * transfer touch freed memory; it just finishes on a workspace no one sees any more.
+ * A transfer keeps no pointer to its sandbox after it starts, only fds and, for an
+ * upload, its writer (a jail_proc whose exit the jail always reports, also when the
+ * sandbox is deleted meanwhile: the writer is killed and the upload fails with 409):
+ * deleting the sandbox cannot make a transfer touch freed memory.
  */
 #include <errno.h>
 #include <fcntl.h>
