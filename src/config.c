@@ -96,6 +96,20 @@ static const struct opt OPTS[] = {
       "Output a background process keeps per stream (a ring: the oldest bytes are dropped and counted)." },
     { "max-processes", "SANDBOXD_MAX_PROCESSES", U64(max_processes), "64", 1, 100000,
       "Background processes a sandbox keeps (running or exited); past it the oldest exited one is forgotten, or 429." },
+    /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
+     * host; the workspace, /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox). */
+    { "max-memory-mb", "SANDBOXD_MAX_MEMORY_MB", U64(max_memory_mb), "8192", 16, 1 << 24,
+      "Largest memoryMb a sandbox may ask for; above gets 400. At least --memory-mb." },
+    { "max-cpus", "SANDBOXD_MAX_CPUS", DBL(max_cpus), "2.0", 0, 0,
+      "Largest cpus a sandbox may ask for (0.01 to 1024); above gets 400. At least --cpus." },
+    { "max-pids", "SANDBOXD_MAX_PIDS", U64(max_pids), "4096", 8, 1 << 22,
+      "Largest pids a sandbox may ask for; above gets 400. At least --pids." },
+    { "max-disk-mb", "SANDBOXD_MAX_DISK_MB", U64(max_disk_mb), "4096", 1, 1 << 24,
+      "Largest diskMb (size of /workspace, RAM when root) a sandbox may ask for; above gets 400. At least --disk-mb." },
+    { "max-tmp-mb", "SANDBOXD_MAX_TMP_MB", U64(max_tmp_mb), "1024", 1, 1 << 24,
+      "Largest tmpMb (/tmp and /dev/shm, RAM) a sandbox may ask for; above gets 400. At least --tmp-mb." },
+    { "max-timeout-ms", "SANDBOXD_MAX_TIMEOUT_MS", U64(max_timeout_ms), "86400000", 1, 86400000,
+      "Largest timeoutMs a sandbox, command or run may ask for; above gets 400 (0, no timeout, stays allowed: CPU, memory and pids stay capped). At least --exec-timeout-ms." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -189,6 +203,41 @@ static const struct opt *find_flag(const char *name, size_t len)
     return NULL;
 }
 
+/* Every default a sandbox gets must be one a client could ask for. */
+static int check_ceilings(const struct config *c, char *err, size_t errlen)
+{
+    static const struct {
+        const char *def, *max;
+        size_t doff, moff;
+    } PAIRS[] = {
+        { "memory-mb", "max-memory-mb", offsetof(struct config, memory_mb),
+          offsetof(struct config, max_memory_mb) },
+        { "pids", "max-pids", offsetof(struct config, pids), offsetof(struct config, max_pids) },
+        { "disk-mb", "max-disk-mb", offsetof(struct config, disk_mb),
+          offsetof(struct config, max_disk_mb) },
+        { "tmp-mb", "max-tmp-mb", offsetof(struct config, tmp_mb),
+          offsetof(struct config, max_tmp_mb) },
+        { "exec-timeout-ms", "max-timeout-ms", offsetof(struct config, exec_timeout_ms),
+          offsetof(struct config, max_timeout_ms) },
+    };
+    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++) {
+        uint64_t d, m;
+        memcpy(&d, (const char *)c + PAIRS[i].doff, sizeof d);
+        memcpy(&m, (const char *)c + PAIRS[i].moff, sizeof m);
+        if (d > m) {
+            snprintf(err, errlen, "--%s %llu is above its ceiling --%s %llu", PAIRS[i].def,
+                     (unsigned long long)d, PAIRS[i].max, (unsigned long long)m);
+            return -EINVAL;
+        }
+    }
+    if (c->cpus > c->max_cpus) {
+        snprintf(err, errlen, "--cpus %g is above its ceiling --max-cpus %g", c->cpus,
+                 c->max_cpus);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *err, size_t errlen)
 {
     int rc;
@@ -244,6 +293,8 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
                  c->log_level_name);
         return -EINVAL;
     }
+    if ((rc = check_ceilings(c, err, errlen)))
+        return rc;
     if (!config_is_loopback(c->host) && c->token[0] == '\0') {
         snprintf(err, errlen, "refusing to listen on %s without a token: set --token or "
                  "SANDBOXD_TOKEN, or listen on 127.0.0.1", c->host);

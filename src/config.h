@@ -54,6 +54,13 @@ struct config {
     uint64_t drain_grace_ms;
     uint64_t max_list_entries;
     uint64_t max_followers;
+    /* operator ceilings on what a request may ask for (sandbox limits, timeouts) */
+    uint64_t max_memory_mb;
+    double max_cpus;
+    uint64_t max_pids;
+    uint64_t max_disk_mb;
+    uint64_t max_tmp_mb;
+    uint64_t max_timeout_ms;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag
