@@ -110,6 +110,8 @@ static const struct opt OPTS[] = {
       "Largest tmpMb (/tmp and /dev/shm, RAM) a sandbox may ask for; above gets 400. At least --tmp-mb." },
     { "max-timeout-ms", "SANDBOXD_MAX_TIMEOUT_MS", U64(max_timeout_ms), "86400000", 1, 86400000,
       "Largest timeoutMs a sandbox, command or run may ask for; above gets 400 (0, no timeout, stays allowed: CPU, memory and pids stay capped). At least --exec-timeout-ms." },
+    { "runtimes-tmpfs-mb", "SANDBOXD_RUNTIMES_TMPFS_MB", U64(runtimes_tmpfs_mb), "256", 1, 1 << 16,
+      "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

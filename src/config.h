@@ -61,6 +61,7 @@ struct config {
     uint64_t max_disk_mb;
     uint64_t max_tmp_mb;
     uint64_t max_timeout_ms;
+    uint64_t runtimes_tmpfs_mb;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

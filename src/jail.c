@@ -24,6 +24,7 @@
 #include "jail.h"
 #include "cgroup.h"
 #include "jail_proto.h"
+#include "jail_runtimes.h"
 #include "jail_seccomp.h"
 
 #include <dirent.h>
@@ -55,6 +56,7 @@
 #define SANDBOX_UID 1000
 #define DEFAULT_UID_BASE 200000
 #define RM_MAX_DEPTH 64
+#define JAIL_RUNTIMES_FD 4   /* the init's fd for the private runtimes mount */
 
 struct exit_rec {
     pid_t pid;
@@ -112,6 +114,7 @@ static struct {
     char sbx_dir[JAIL_PATH_MAX];
     char init_path[JAIL_PATH_MAX];
     char runtimes_dir[JAIL_PATH_MAX];
+    int runtimes_mnt;          /* private tmpfs copy of the runtimes (detached), or -1 */
     uid_t uid_base;
     unsigned max;
     unsigned char *slots;
@@ -626,7 +629,10 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         args[n++] = a_nethost;
     snprintf(a_tmp, sizeof a_tmp, "--tmp=%" PRIu64, o->limits.tmp_bytes);
     args[n++] = a_tmp;
-    if (G.runtimes_dir[0]) {
+    if (G.runtimes_mnt >= 0) {
+        snprintf(a_rt, sizeof a_rt, "--runtimes-fd=%d", JAIL_RUNTIMES_FD);
+        args[n++] = a_rt;
+    } else if (G.runtimes_dir[0]) {
         snprintf(a_rt, sizeof a_rt, "--runtimes=%s", G.runtimes_dir);
         args[n++] = a_rt;
     }
@@ -642,15 +648,17 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     }
     envp[ne] = NULL;
     args[1] = NULL;
-    uv_stdio_container_t stdio[4] = {
+    uv_stdio_container_t stdio[JAIL_RUNTIMES_FD + 1] = {
         { .flags = UV_IGNORE },
         { .flags = UV_IGNORE },
         { .flags = UV_INHERIT_FD, .data.fd = 2 },
         { .flags = UV_INHERIT_FD, .data.fd = sv[1] },
+        { .flags = UV_INHERIT_FD, .data.fd = G.runtimes_mnt },
     };
     uv_process_options_t po = {
         .exit_cb = on_outer_exit, .file = G.init_path, .args = args, .env = envp,
-        .cwd = j->ws, .stdio_count = 4, .stdio = stdio,
+        .cwd = j->ws, .stdio_count = G.runtimes_mnt >= 0 ? JAIL_RUNTIMES_FD + 1 : 4,
+        .stdio = stdio,
     };
     j->outer.data = j;
     rc = uv_spawn(loop, &j->outer, &po);
@@ -1120,6 +1128,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
 {
     memset(&G, 0, sizeof G);
     G.loop = loop;
+    G.runtimes_mnt = -1;
     if (!g->state_dir || !g->init_path || snprintf(G.init_path, sizeof G.init_path, "%s", g->init_path) >= (int)sizeof G.init_path ||
         path_join(G.sbx_dir, sizeof G.sbx_dir, g->state_dir, "sandboxes")) {
         set_err(err, errlen, "state_dir or init_path missing or too long");
@@ -1186,6 +1195,19 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     if (G.cg.version)
         (void)cg_cleanup_stale(&G.cg);
     cleanup_stale_dirs();
+    if (G.runtimes_dir[0]) {
+        /* A bind of the runtimes dir would show its host path in every sandbox's
+         * mountinfo; a private copy shows none. Without one, the bind still works. */
+        char why[512];
+        int mfd = jail_runtimes_make(loop, G.init_path, G.runtimes_dir, g->mpl_cache_dir,
+                                     g->runtimes_bytes ? g->runtimes_bytes : 256ULL << 20,
+                                     why, sizeof why);
+        if (mfd >= 0)
+            G.runtimes_mnt = mfd;
+        else
+            fprintf(stderr, "sandboxd: warning: /opt/sandboxd is a bind of %s (its path shows "
+                    "in sandboxes' mountinfo): %s\n", G.runtimes_dir, why);
+    }
     G.inited = true;
     return 0;
 }
@@ -1206,5 +1228,8 @@ void jail_global_shutdown(void)
         uv_run(G.loop, UV_RUN_ONCE);
     free(G.slots);
     G.slots = NULL;
+    if (G.runtimes_mnt >= 0)
+        close(G.runtimes_mnt);
+    G.runtimes_mnt = -1;
     G.inited = false;
 }

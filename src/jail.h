@@ -43,7 +43,9 @@ struct jail_features {
 struct jail_global {
     const char *state_dir;     /* sandboxes live in state_dir/sandboxes/<id>/ */
     const char *init_path;     /* path of the sandboxd-init binary */
-    const char *runtimes_dir;  /* host dir bound read-only at /opt/sandboxd in every sandbox */
+    const char *runtimes_dir;  /* host dir shown read-only at /opt/sandboxd in every sandbox */
+    const char *mpl_cache_dir; /* also shown, at /opt/sandboxd/mpl-cache (NULL: none) */
+    uint64_t runtimes_bytes;   /* size of the private tmpfs copy of both (0: 256 MiB) */
     uid_t host_uid_base;       /* when root: sandbox slot n uses host uids base+2n, base+2n+1 */
     unsigned max_sandboxes;    /* slots */
 };
