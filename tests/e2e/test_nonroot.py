@@ -11,6 +11,7 @@ through --runtimes-dir.
 Not root: nothing to switch from, so the module is skipped, unless
 SANDBOXD_REQUIRE_NONROOT=1 asks for it, which turns the skip into a failure.
 """
+import hashlib
 import os
 import re
 import shutil
@@ -243,3 +244,35 @@ def test_delete_leaves_no_process(d):
     finally:
         if not deleted:
             s.delete()
+
+
+def test_upload_is_written_in_the_sandbox(d):
+    """Uploads go through the writer in the sandbox here too (no cgroups: nothing is
+    charged to a memory group; the bytes land in the host directory of the workspace)."""
+    s = Sandbox(d, "up")
+    try:
+        data = os.urandom(3 << 20)
+        status, _, body = d.request("PUT", "/v1/sandboxes/up/files/sub/x.bin", data)
+        assert status == 201, body
+        assert s.sh("sha256sum sub/x.bin").split()[0] == hashlib.sha256(data).hexdigest()
+        assert s.sh("stat -c %u sub/x.bin") == "1000\n"
+        status, _, got = d.request("GET", "/v1/sandboxes/up/files/sub/x.bin")
+        assert status == 200 and got == data
+    finally:
+        s.delete()
+
+
+def test_runtimes_mount_names_no_host_path(d):
+    """/opt/sandboxd is a private tmpfs made in a user namespace of the daemon's own, not
+    a bind of the runtimes copy (whose host path would show in mountinfo). The workspace
+    is still a bind of a host directory without root (see docs/security.md)."""
+    s = Sandbox(d, "mnt")
+    try:
+        text = s.sh("cat /proc/self/mountinfo")
+        top = os.path.dirname(d.log_path)
+        assert os.path.join(top, "runtimes") not in text and os.path.join(top, "bin") not in text, text
+        opt = [ln.split(" - ") for ln in text.splitlines() if ln.split()[4] == "/opt/sandboxd"]
+        assert [(a.split()[3], b.split()[1]) for a, b in opt] == [("/", "sandboxd")], text
+        assert s.sh("ls /opt/sandboxd") == "mpl-cache\nnode\npython\n"
+    finally:
+        s.delete()
