@@ -471,6 +471,7 @@ static void on_up_abort(http_req *req, void *arg)
 {
     struct upload *u = arg;
     (void)req;
+    u->kill_writer = true;   /* whatever failed before: nobody waits for this file now */
     upload_fail(u, -EPIPE);
 }
 
