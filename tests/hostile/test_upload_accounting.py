@@ -170,3 +170,41 @@ def test_upload_that_fits_is_charged_to_the_sandbox(daemon):
     assert sb.sh("sha256sum /workspace/ten.bin").split()[0] == hashlib.sha256(data).hexdigest()
     assert sb.sh("stat -c %U /workspace/ten.bin") == "sandbox\n"
     sb.delete()
+
+
+def test_writer_killed_by_sandbox_code_fails_the_upload(daemon):
+    """Code in the sandbox can see and kill the writer (it runs as the sandbox's user):
+    the upload then fails with 409 naming the signal, and no partial file is put in place."""
+    sb = Sandbox(daemon, "killer")
+    s = socket.create_connection(("127.0.0.1", daemon.port), timeout=60)
+    s.sendall(b"PUT /v1/sandboxes/%s/files/victim.bin HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: %d\r\n\r\n" % (sb.id.encode(), 8 * MIB) + b"v" * MIB)
+    out = sb.exec("for i in $(seq 1 600); do pkill -9 -x cat && exit 0; sleep 0.05; done; "
+                  "exit 1")
+    assert out["exitCode"] == 0, out
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        chunk = s.recv(65536)
+        assert chunk, data
+        data += chunk
+    s.close()
+    status = int(data.split()[1])
+    e = json.loads(data.partition(b"\r\n\r\n")[2])
+    assert status == 409 and e["code"] == "CONFLICT" and "signal 9" in e["message"], data
+    assert sb.sh("ls -A /workspace") == ""
+    sb.delete()
+
+
+def test_upload_at_the_process_limit_is_429(daemon):
+    """The writer is a process of the sandbox: at its pids limit it cannot start."""
+    sb = Sandbox(daemon, "full-pids", limits={"pids": 8})
+    for _ in range(16):
+        status, _ = daemon.json("POST", "/v1/sandboxes/%s/processes" % sb.id,
+                                {"command": "sleep 1000"})
+        if status == 429:
+            break
+    assert status == 429
+    status, _, body = daemon.request("PUT", "/v1/sandboxes/%s/files/x.bin" % sb.id, b"x" * 100)
+    e = json.loads(body)
+    assert status == 429 and e["code"] == "LIMIT_REACHED" and "process limit" in e["message"], e
+    sb.delete()
