@@ -21,9 +21,8 @@
  * 507 DISK_FULL, ENOMEM or the OOM killer is 507 MEMORY_LIMIT, and a file is put in place
  * only when the writer exited 0 after EOF and the file holds every byte received. A
  * Content-Length that cannot fit (free space, memory headroom) is refused before anything
- * is written. Without root there are no cgroups and the workspace is a host directory:
- * the same writer runs in the sandbox, and the bytes land on the host's disk, charged to
- * no memory cgroup.
+ * is written. Without root there are no cgroups: the same writer runs in the sandbox and
+ * fills its workspace tmpfs (capped by diskMb), charged to no memory cgroup.
  *
  * Uploads are atomic: the body goes to a hidden temporary file next to the target,
  * created O_EXCL|O_NOFOLLOW and chowned to the sandbox's user, and is renamed over the

@@ -2,7 +2,9 @@
  * jail.c — the daemon side of sandboxes (jail.h), on the libuv loop.
  *
  * Each sandbox: a directory state_dir/sandboxes/<id>/ holding workspace/ (a size-capped
- * tmpfs when disk_bytes > 0 and we are root), a cgroup below the daemon's own, and a
+ * tmpfs when disk_bytes > 0 and we are root; without root the init mounts the tmpfs in
+ * its user namespace and sends us an fd of it with JP_READY), a cgroup below the
+ * daemon's own, and a
  * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
  * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
  * (jail_proto.h) is request/reply for spawns and adoptions (we block on the reply, which
@@ -84,6 +86,8 @@ struct jail {
     char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
     struct cg cg;
     bool has_cg, ws_tmpfs, network_host;
+    int ws_fd;                 /* non-root: the workspace tmpfs made by the init, or -1 */
+    char ws_fdpath[32];        /* /proc/self/fd/<ws_fd> */
     uv_process_t outer;
     bool outer_spawned, outer_running;
     int ctl;
@@ -527,6 +531,7 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     j->loop = loop;
     j->slot = (unsigned)slot;
     j->ctl = -1;
+    j->ws_fd = -1;
     j->inner_pidfd = -1;
     j->network_host = o->network_host;
     memcpy(j->id, o->id, idlen + 1);
@@ -605,7 +610,7 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
     (void)fcntl(sv[1], F_SETFL, fl & ~O_NONBLOCK);
 
     static char a_rootless[] = "--rootless", a_nethost[] = "--net=host";
-    char a_uid[64], a_gid[64], a_tmp[48], a_rt[JAIL_PATH_MAX + 16];
+    char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16];
     char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
     char *args[16];
     int n = 0;
@@ -629,6 +634,12 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         args[n++] = a_nethost;
     snprintf(a_tmp, sizeof a_tmp, "--tmp=%" PRIu64, o->limits.tmp_bytes);
     args[n++] = a_tmp;
+    if (!G.feat.root && o->limits.disk_bytes) {
+        /* No root: the init mounts the workspace tmpfs in its own user namespace (a bind
+         * of our host dir would show its path in mountinfo) and sends us its fd. */
+        snprintf(a_ws, sizeof a_ws, "--ws-bytes=%" PRIu64, o->limits.disk_bytes);
+        args[n++] = a_ws;
+    }
     if (G.runtimes_mnt >= 0) {
         snprintf(a_rt, sizeof a_rt, "--runtimes-fd=%d", JAIL_RUNTIMES_FD);
         args[n++] = a_rt;
@@ -673,7 +684,14 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
 
     struct jp_hdr h;
     char fail[512];
-    rc = ctl_wait(j, JP_READY, 0, &h, NULL, fail, sizeof fail - 1, CREATE_TIMEOUT_MS);
+    int ready_fd = -1;
+    rc = ctl_wait(j, JP_READY, 0, &h, &ready_fd, fail, sizeof fail - 1, CREATE_TIMEOUT_MS);
+    if (!rc && ready_fd >= 0 && h.type == JP_READY && !G.feat.root) {
+        j->ws_fd = ready_fd;   /* the workspace tmpfs, reached through this fd only */
+        snprintf(j->ws_fdpath, sizeof j->ws_fdpath, "/proc/self/fd/%d", ready_fd);
+    } else if (ready_fd >= 0) {
+        close(ready_fd);
+    }
     if (rc) {
         set_err(err, errlen, "sandbox init did not start: %s", strerror(-rc));
         goto fail;
@@ -791,6 +809,9 @@ static void jail_finish(jail *j)
         (void)cg_remove(&j->cg);
     if (j->ws_tmpfs)
         (void)umount2(j->ws, MNT_DETACH);
+    if (j->ws_fd >= 0)
+        close(j->ws_fd);   /* the last reference once the sandbox's mounts are gone */
+    j->ws_fd = -1;
     if (j->dir[0])
         (void)rm_tree(j->dir);
     G.slots[j->slot] = 0;
@@ -890,7 +911,7 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
 
 const char *jail_workspace(const jail *j)
 {
-    return j->ws;
+    return j->ws_fd >= 0 ? j->ws_fdpath : j->ws;
 }
 
 uid_t jail_host_uid(const jail *j)
@@ -1184,7 +1205,8 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
         G.feat.pids_limit = G.cg.have[CG_PIDS];
         G.feat.cpu_limit = G.cg.have[CG_CPU];
     }
-    G.feat.disk_limit = G.feat.root;
+    /* root: a tmpfs we mount; otherwise one the init mounts in its user namespace */
+    G.feat.disk_limit = G.feat.root || G.feat.userns;
     if ((mkdir(g->state_dir, 0711) < 0 && errno != EEXIST) ||
         (mkdir(G.sbx_dir, 0711) < 0 && errno != EEXIST)) {
         set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));

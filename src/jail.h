@@ -3,9 +3,10 @@
  * learn when they end, read its usage, destroy it leaving nothing behind.
  *
  * A jail is one sandbox's isolation: user, pid, mount, net, ipc, uts and cgroup
- * namespaces, a tmpfs root with read-only system binds, a writable /workspace backed by
- * a host directory, size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying
- * its limits. Every process spawned into it runs as the sandbox's unprivileged user with
+ * namespaces, a tmpfs root with read-only system binds, a writable, size-capped /workspace
+ * tmpfs (mounted by the daemon when root, by the sandbox's init in its user namespace
+ * otherwise), size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying its
+ * limits. Every process spawned into it runs as the sandbox's unprivileged user with
  * no capabilities, no_new_privs, the seccomp filter, a new session (no controlling tty)
  * and exactly the environment the caller gives (nothing of the daemon's leaks in).
  *
@@ -83,7 +84,9 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
  * tracked gets its exit callback before done. */
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
 
-/* Host path of the sandbox's /workspace (for the files API). */
+/* A path of the sandbox's /workspace for the files API: its host directory (a tmpfs when
+ * root), or without root /proc/self/fd/N of the tmpfs the sandbox's init made. Open it
+ * once (O_PATH) and resolve below that fd; it is not a place to build paths under. */
 const char *jail_workspace(const jail *j);
 /* The host uid and gid that the sandbox's user (uid/gid 1000 inside) maps to: files the
  * daemon creates in the workspace are chowned to them so the sandbox owns them. */

@@ -32,6 +32,7 @@ struct init_cfg {
     uint64_t tmp_bytes;            /* size of /tmp and /dev/shm */
     const char *runtimes_dir;      /* host dir bound read-only at /opt/sandboxd (or NULL) */
     int runtimes_fd;               /* a detached mount to attach there instead (or -1) */
+    uint64_t ws_bytes;             /* rootless: /workspace is a tmpfs this big, not a bind */
     /* --make-runtimes mode (init_runtimes.c) */
     const char *make_runtimes;     /* the dir to copy (NULL: normal mode) */
     const char *mpl_cache;         /* copied to mpl-cache/ in it (or NULL) */

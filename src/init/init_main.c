@@ -114,6 +114,8 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->mpl_cache = a + 12;
         } else if (strncmp(a, "--runtimes-bytes=", 17) == 0 && parse_u64(a + 17, &x)) {
             cfg->runtimes_bytes = x;
+        } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
+            cfg->ws_bytes = x;
         } else {
             usage_exit("bad argument");
         }
@@ -262,9 +264,17 @@ static __attribute__((noreturn)) void inner_main(const struct init_cfg *cfg, int
         send_fail(rc, "init: could not compile the seccomp filter");
         _exit(1);
     }
-    struct jp_hdr h = { .type = JP_READY };
-    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0))
+    /* A workspace tmpfs of our own (rootless): the daemon reaches it through this fd. */
+    int ws = cfg->ws_bytes ? open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (cfg->ws_bytes && ws < 0) {
+        send_fail(-errno, "init: could not open the workspace tmpfs");
         _exit(1);
+    }
+    struct jp_hdr h = { .type = JP_READY };
+    if (jp_send(INIT_CTL_FD, &h, NULL, ws >= 0 ? &ws : NULL, ws >= 0 ? 1 : 0))
+        _exit(1);
+    if (ws >= 0)
+        close(ws);
     init_serve(cfg, &prog);
 }
 

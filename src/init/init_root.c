@@ -4,8 +4,9 @@
  * Runs in the inner process (pid 1 of the sandbox, root of its user namespace, in a new
  * mount namespace that is still a copy of the host's). The new root is a tmpfs; host
  * directories are bound read-only into it; /etc is a small synthesized subset (accounts
- * are ours, host accounts stay invisible); /workspace is the only writable host
- * directory; /tmp and /dev/shm are size-capped tmpfs; /dev holds five device binds;
+ * are ours, host accounts stay invisible); /workspace is the only writable place the
+ * daemon shares (its tmpfs bound when root, a tmpfs of our own without root);
+ * /tmp and /dev/shm are size-capped tmpfs; /dev holds five device binds;
  * /proc is fresh for the sandbox's pid namespace. Then pivot_root(".", ".") and a lazy
  * unmount of the old root leave no path back to the host tree, and the root tmpfs and
  * /dev are made read-only.
@@ -113,7 +114,8 @@ static const struct mrow root_table[] = {
     { R_DIR, NULL, "var", 0, "for var/tmp" },
     { R_SYMLINK, "/tmp", "var/tmp", 0, "var/tmp shares the capped /tmp" },
     { R_DIR, NULL, "opt", 0, "for opt/sandboxd" },
-    { R_WORKSPACE, NULL, "workspace", MS_NOSUID | MS_NODEV, "the only writable host dir" },
+    { R_WORKSPACE, NULL, "workspace", MS_NOSUID | MS_NODEV,
+      "the only writable dir the daemon shares; a tmpfs in both modes: no host path shows" },
     { R_RUNTIMES, NULL, "opt/sandboxd", 0,
       "our Python/Node runtimes, read-only; a private tmpfs copy: no host path shows" },
     { R_TMPFS_SIZED, "mode=1777", "tmp", TMPFS_FLAGS, "private, size-capped /tmp" },
@@ -299,6 +301,15 @@ static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
             return -errno;
         return mount("proc", dst, "proc", r->flags, NULL) < 0 ? -errno : 0;
     case R_WORKSPACE:
+        if (cfg->ws_bytes) {
+            /* Rootless: a size-capped tmpfs of this user namespace, not a bind of the host
+             * dir (whose path mountinfo would show, and whose size nothing would cap). */
+            char data[64];
+            snprintf(data, sizeof data, "mode=0700,size=%" PRIu64, cfg->ws_bytes);
+            if (mkdir(dst, 0755) < 0)
+                return -errno;
+            return mount("sandboxd-ws", dst, "tmpfs", r->flags, data) < 0 ? -errno : 0;
+        }
         /* "." is the workspace: the daemon started us there, and the mount namespace
          * copy carried our cwd along, so no host path is resolved with our (unprivileged
          * on the host) credentials. */
