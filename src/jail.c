@@ -707,6 +707,11 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *er
         set_err(err, errlen, "sandbox init did not report its pid");
         goto fail;
     }
+    if (!G.feat.root && o->limits.disk_bytes && j->ws_fd < 0) {
+        rc = -EPROTO;
+        set_err(err, errlen, "sandbox init did not send its workspace");
+        goto fail;
+    }
     j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
     char nsp[64];
     struct stat st;
