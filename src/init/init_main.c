@@ -340,6 +340,12 @@ int main(int argc, char **argv)
     close(sync[0]);
     if (cfg.runtimes_fd >= 0)
         close(cfg.runtimes_fd);   /* the inner has its copy */
+    /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
+     * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
+     * killer may well pick us, and the sandbox dies with us. We are never its victim
+     * (set after the clone: the inner and the sandbox's processes keep the default). */
+    if (!cfg.rootless)
+        (void)write_file("/proc/self/oom_score_adj", "-1000");
     int rc = write_maps(&cfg, pid);
     if (rc) {
         send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
