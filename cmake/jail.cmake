@@ -32,7 +32,8 @@ target_compile_options(jailenter PRIVATE ${SBX_WARNINGS})
 target_link_libraries(jailenter PUBLIC PkgConfig::SECCOMP)
 set_target_properties(jailenter PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
-add_library(jail STATIC ${JAIL_ROOT}/src/jail.c ${JAIL_ROOT}/src/jail_ctl.c ${JAIL_ROOT}/src/cgroup.c)
+add_library(jail STATIC ${JAIL_ROOT}/src/jail.c ${JAIL_ROOT}/src/jail_ctl.c
+  ${JAIL_ROOT}/src/jail_runtimes.c ${JAIL_ROOT}/src/cgroup.c)
 target_include_directories(jail PUBLIC ${JAIL_ROOT}/src)
 target_compile_options(jail PRIVATE ${SBX_WARNINGS})
 target_link_libraries(jail PUBLIC jailenter PkgConfig::UV)
@@ -40,6 +41,7 @@ target_link_libraries(jail PUBLIC jailenter PkgConfig::UV)
 add_executable(sandboxd-init
   ${JAIL_ROOT}/src/init/init_main.c
   ${JAIL_ROOT}/src/init/init_root.c
+  ${JAIL_ROOT}/src/init/init_runtimes.c
   ${JAIL_ROOT}/src/init/init_serve.c)
 target_compile_options(sandboxd-init PRIVATE ${SBX_WARNINGS})
 target_link_libraries(sandboxd-init PRIVATE jailenter)

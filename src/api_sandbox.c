@@ -45,7 +45,6 @@ static void on_joined(sandbox *s, const char *id, int rc, const char *err, void 
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
 {
     char err[JX_ERR];
-    (void)app;
     sandbox *s = sbx_find(id);
     if (s && get_or_create) {
         jx_respond(req, 200, sbx_to_json(s));
@@ -70,7 +69,7 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
     const json_t *env = NULL;
     if (sbx_parse_limits(json_object_get(body, "limits"), &lim, err, sizeof err) ||
         jx_string(body, "network", false, 16, &network, err, sizeof err) ||
-        jx_env_map(body, "env", 256, &env, err, sizeof err)) {
+        jx_env_map(body, "env", app->cfg->max_env_vars, &env, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;

@@ -446,6 +446,40 @@ int cg_process_count(const struct cg *g, uint32_t *n)
     return 0;
 }
 
+int cg_memory_headroom(const struct cg *g, uint64_t *bytes)
+{
+    const char *d = ctrl_dir(g, CG_MEMORY);
+    char buf[8192], lim[64];
+    uint64_t usage = 0, limit;
+    *bytes = UINT64_MAX;
+    if (!d || (g->version == 1 && !g->dir[CG_MEMORY][0]))
+        return -ENOTSUP;
+    ssize_t r = read_str(d, g->version == 2 ? "memory.max" : "memory.limit_in_bytes", lim,
+                         sizeof lim);
+    if (r < 0)
+        return (int)r;
+    if (strncmp(lim, "max", 3) == 0)
+        return 0;                       /* v2 without a limit */
+    limit = strtoull(lim, NULL, 10);
+    int rc = cg_memory_usage(g, &usage);
+    if (rc)
+        return rc;
+    /* Clean file pages are reclaimed before the limit bites; tmpfs and anonymous pages
+     * are not (no swap), so they alone use up the room. v1 prefixes hierarchical
+     * totals with "total_". */
+    uint64_t file = 0;
+    if (read_str(d, "memory.stat", buf, sizeof buf) >= 0) {
+        const char *pre = g->version == 2 ? "" : "total_";
+        char k1[32], k2[32];
+        snprintf(k1, sizeof k1, "%sactive_file", pre);
+        snprintf(k2, sizeof k2, "%sinactive_file", pre);
+        file = keyed_value(buf, k1) + keyed_value(buf, k2);
+    }
+    uint64_t held = usage > file ? usage - file : 0;
+    *bytes = limit > held ? limit - held : 0;
+    return 0;
+}
+
 uint64_t cg_oom_kills(const struct cg *g)
 {
     const char *d = ctrl_dir(g, CG_MEMORY);

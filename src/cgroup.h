@@ -62,6 +62,10 @@ void cg_procs_paths(const struct cg *g, char out[][CG_PATH_MAX], size_t n);
 
 int cg_memory_usage(const struct cg *g, uint64_t *bytes);
 int cg_process_count(const struct cg *g, uint32_t *n);
+/* Bytes the group can still be charged before its memory limit: the limit minus what it
+ * holds that cannot be reclaimed (usage less clean file cache). UINT64_MAX when there is
+ * no limit; -ENOTSUP without a memory controller. */
+int cg_memory_headroom(const struct cg *g, uint64_t *bytes);
 /* The kernel's own OOM-kill counter for the group (0 when unknown). */
 uint64_t cg_oom_kills(const struct cg *g);
 

@@ -59,7 +59,7 @@ static const struct opt OPTS[] = {
     { "cpus", "SANDBOXD_CPUS", DBL(cpus), "1.0", 0, 0,
       "Default CPU quota of a sandbox, in CPUs (0.01 to 1024)." },
     { "disk-mb", "SANDBOXD_DISK_MB", U64(disk_mb), "1024", 1, 1 << 24,
-      "Default size of a sandbox's /workspace, MiB (tmpfs-backed when the daemon is root)." },
+      "Default size of a sandbox's /workspace, MiB (a tmpfs, i.e. RAM, charged to the sandbox's memory when root)." },
     { "tmp-mb", "SANDBOXD_TMP_MB", U64(tmp_mb), "256", 1, 1 << 24,
       "Size of a sandbox's private /tmp and /dev/shm, MiB each." },
     { "exec-timeout-ms", "SANDBOXD_EXEC_TIMEOUT_MS", U64(exec_timeout_ms), "60000", 0, 86400000,
@@ -85,7 +85,7 @@ static const struct opt OPTS[] = {
     { "max-followers", "SANDBOXD_MAX_FOLLOWERS", U64(max_followers), "256", 1, 100000,
       "Clients following one background process's output at once; one more gets 429." },
     { "runtimes-dir", "SANDBOXD_RUNTIMES_DIR", STR(runtimes_dir), "", 0, 0,
-      "Host directory with the runtimes (python, node) bound read-only at /opt/sandboxd. Empty: next to the binary's source tree." },
+      "Host directory with the runtimes (python, node), shown read-only at /opt/sandboxd (a private copy made at start, see --runtimes-tmpfs-mb). Empty: next to the binary's source tree." },
     { "python-preload", "SANDBOXD_PYTHON_PRELOAD", STR(python_preload), "IPython,numpy,pandas,matplotlib", 0, 0,
       "Modules the Python zygote imports once, so every context starts with them loaded." },
     { "host-uid-base", "SANDBOXD_HOST_UID_BASE", U64(host_uid_base), "1000000", 1000, UINT32_MAX - 200000,
@@ -102,6 +102,22 @@ static const struct opt OPTS[] = {
       "Time a sandbox's init has to start a process (it runs under the sandbox's CPU quota); then the request fails with 429." },
     { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
+    /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
+     * host; the workspace, /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox). */
+    { "max-memory-mb", "SANDBOXD_MAX_MEMORY_MB", U64(max_memory_mb), "8192", 16, 1 << 24,
+      "Largest memoryMb a sandbox may ask for; above gets 400. At least --memory-mb." },
+    { "max-cpus", "SANDBOXD_MAX_CPUS", DBL(max_cpus), "2.0", 0, 0,
+      "Largest cpus a sandbox may ask for (0.01 to 1024); above gets 400. At least --cpus." },
+    { "max-pids", "SANDBOXD_MAX_PIDS", U64(max_pids), "4096", 8, 1 << 22,
+      "Largest pids a sandbox may ask for; above gets 400. At least --pids." },
+    { "max-disk-mb", "SANDBOXD_MAX_DISK_MB", U64(max_disk_mb), "4096", 1, 1 << 24,
+      "Largest diskMb (size of the /workspace tmpfs, RAM) a sandbox may ask for; above gets 400. At least --disk-mb." },
+    { "max-tmp-mb", "SANDBOXD_MAX_TMP_MB", U64(max_tmp_mb), "1024", 1, 1 << 24,
+      "Largest tmpMb (/tmp and /dev/shm, RAM) a sandbox may ask for; above gets 400. At least --tmp-mb." },
+    { "max-timeout-ms", "SANDBOXD_MAX_TIMEOUT_MS", U64(max_timeout_ms), "86400000", 1, 86400000,
+      "Largest timeoutMs a sandbox, command or run may ask for; above gets 400 (0, no timeout, stays allowed: CPU, memory and pids stay capped). At least --exec-timeout-ms." },
+    { "runtimes-tmpfs-mb", "SANDBOXD_RUNTIMES_TMPFS_MB", U64(runtimes_tmpfs_mb), "256", 1, 1 << 16,
+      "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -195,6 +211,41 @@ static const struct opt *find_flag(const char *name, size_t len)
     return NULL;
 }
 
+/* Every default a sandbox gets must be one a client could ask for. */
+static int check_ceilings(const struct config *c, char *err, size_t errlen)
+{
+    static const struct {
+        const char *def, *max;
+        size_t doff, moff;
+    } PAIRS[] = {
+        { "memory-mb", "max-memory-mb", offsetof(struct config, memory_mb),
+          offsetof(struct config, max_memory_mb) },
+        { "pids", "max-pids", offsetof(struct config, pids), offsetof(struct config, max_pids) },
+        { "disk-mb", "max-disk-mb", offsetof(struct config, disk_mb),
+          offsetof(struct config, max_disk_mb) },
+        { "tmp-mb", "max-tmp-mb", offsetof(struct config, tmp_mb),
+          offsetof(struct config, max_tmp_mb) },
+        { "exec-timeout-ms", "max-timeout-ms", offsetof(struct config, exec_timeout_ms),
+          offsetof(struct config, max_timeout_ms) },
+    };
+    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++) {
+        uint64_t d, m;
+        memcpy(&d, (const char *)c + PAIRS[i].doff, sizeof d);
+        memcpy(&m, (const char *)c + PAIRS[i].moff, sizeof m);
+        if (d > m) {
+            snprintf(err, errlen, "--%s %llu is above its ceiling --%s %llu", PAIRS[i].def,
+                     (unsigned long long)d, PAIRS[i].max, (unsigned long long)m);
+            return -EINVAL;
+        }
+    }
+    if (c->cpus > c->max_cpus) {
+        snprintf(err, errlen, "--cpus %g is above its ceiling --max-cpus %g", c->cpus,
+                 c->max_cpus);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *err, size_t errlen)
 {
     int rc;
@@ -250,6 +301,8 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
                  c->log_level_name);
         return -EINVAL;
     }
+    if ((rc = check_ceilings(c, err, errlen)))
+        return rc;
     if (!config_is_loopback(c->host) && c->token[0] == '\0') {
         snprintf(err, errlen, "refusing to listen on %s without a token: set --token or "
                  "SANDBOXD_TOKEN, or listen on 127.0.0.1", c->host);

@@ -58,6 +58,14 @@ struct config {
     uint64_t max_pending_spawns;
     uint64_t init_reply_timeout_ms;
     uint64_t sandbox_start_timeout_ms;
+    /* operator ceilings on what a request may ask for (sandbox limits, timeouts) */
+    uint64_t max_memory_mb;
+    double max_cpus;
+    uint64_t max_pids;
+    uint64_t max_disk_mb;
+    uint64_t max_tmp_mb;
+    uint64_t max_timeout_ms;
+    uint64_t runtimes_tmpfs_mb;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

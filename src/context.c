@@ -1127,7 +1127,7 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
         jx_string(body, "context", false, 64, &cid, err, sizeof err) ||
         jx_string(body, "language", false, 32, &lang_s, err, sizeof err) ||
         jx_env_map(body, "envVars", APP->cfg->max_env_vars, &env, err, sizeof err) ||
-        jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err)) {
+        sbx_parse_timeout(body, &timeout, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;

@@ -360,7 +360,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     uint64_t timeout = sb->limits.timeout_ms;
     if (cmd_parse(body, app->cfg, &cmd, err, sizeof err) ||
         jx_string(body, "stdin", false, app->cfg->max_body_bytes, &stdin_s, err, sizeof err) ||
-        jx_uint(body, "timeoutMs", 0, 86400000, NULL, &timeout, err, sizeof err)) {
+        sbx_parse_timeout(body, &timeout, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;

@@ -20,8 +20,8 @@
  * someone who can see that file and only on the same filesystem. When the daemon is root
  * the workspace is its own tmpfs mount, so no link to a host file can exist in it; the
  * sandbox's user can only link files it already sees in the workspace. Without root the
- * workspace is a plain directory, but the sandbox's mount namespace shows it nothing of
- * the host's writable filesystems except the workspace, so again it has nothing to link.
+ * workspace is a tmpfs too (the sandbox's init mounts it in its user namespace; the
+ * daemon reaches it through an fd, /proc/self/fd/N), so again there is nothing to link.
  * Writes through the API never write into an existing inode anyway: they write a new
  * file and rename it over the name, so a planted hard link is replaced, not written.
  *
@@ -45,7 +45,7 @@ int files_normalize(const char *in, char *rel, size_t rellen, char *err, size_t 
 /* "/workspace" + "/" + rel, as the sandbox sees it. */
 void files_display(const char *rel, char *out, size_t outlen);
 
-/* An O_PATH dirfd of the workspace's host directory (the path is the daemon's own). */
+/* An O_PATH dirfd of the workspace (the path is the daemon's own, jail_workspace()). */
 int files_open_root(const char *workspace);
 
 /* openat2 with the confinement flags above; rel "" means the directory itself.

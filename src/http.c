@@ -137,6 +137,7 @@ const char *http_status_text(int status)
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 507: return "Insufficient Storage";
     default: return "Unknown";
     }
 }

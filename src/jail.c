@@ -2,7 +2,9 @@
  * jail.c — the daemon side of sandboxes (jail.h), on the libuv loop.
  *
  * Each sandbox: a directory state_dir/sandboxes/<id>/ holding workspace/ (a size-capped
- * tmpfs when disk_bytes > 0 and we are root), a cgroup below the daemon's own, and a
+ * tmpfs when disk_bytes > 0 and we are root; without root the init mounts the tmpfs in
+ * its user namespace and sends us an fd of it with JP_READY), a cgroup below the
+ * daemon's own, and a
  * sandboxd-init started with uv_spawn (the daemon never forks by itself), with the
  * workspace as its cwd and one end of a SOCK_SEQPACKET socketpair as fd 3. The protocol
  * (jail_proto.h) is request/answer for spawns and adoptions and one-way for exits and
@@ -32,6 +34,7 @@
 #include "jail_int.h"
 #include "cgroup.h"
 #include "jail_proto.h"
+#include "jail_runtimes.h"
 #include "jail_seccomp.h"
 
 #include <dirent.h>
@@ -64,6 +67,7 @@
 #define SANDBOX_UID 1000
 #define DEFAULT_UID_BASE 200000
 #define RM_MAX_DEPTH 64
+#define JAIL_RUNTIMES_FD 4   /* the init's fd for the private runtimes mount */
 
 static struct {
     bool inited;
@@ -73,6 +77,7 @@ static struct {
     char sbx_dir[JAIL_PATH_MAX];
     char init_path[JAIL_PATH_MAX];
     char runtimes_dir[JAIL_PATH_MAX];
+    int runtimes_mnt;          /* private tmpfs copy of the runtimes (detached), or -1 */
     uid_t uid_base;
     unsigned max;
     unsigned start_timeout_ms, reply_timeout_ms, max_pending;
@@ -343,6 +348,13 @@ static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int
             j->inner = m->a;
         break;
     case JP_READY:
+        /* Without root, the init mounted the workspace tmpfs in its user namespace and
+         * sends it with READY: we reach it through this fd only. */
+        if (j->creating && nfds > 0 && !G.feat.root && j->ws_fd < 0) {
+            j->ws_fd = fds[0];
+            fds[0] = -1;
+            snprintf(j->ws_fdpath, sizeof j->ws_fdpath, "/proc/self/fd/%d", j->ws_fd);
+        }
         if (j->creating)
             create_ready(j);
         break;
@@ -450,6 +462,8 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
     j->loop = loop;
     j->slot = (unsigned)slot;
     j->ctl = -1;
+    j->ws_fd = -1;
+    j->want_ws_fd = !G.feat.root && o->limits.disk_bytes;
     j->inner_pidfd = -1;
     j->network_host = o->network_host;
     j->reply_timeout_ms = G.reply_timeout_ms;
@@ -544,7 +558,7 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
     (void)fcntl(sv[1], F_SETFL, fl & ~O_NONBLOCK);
 
     static char a_rootless[] = "--rootless", a_nethost[] = "--net=host";
-    char a_uid[64], a_gid[64], a_tmp[48], a_rt[JAIL_PATH_MAX + 16];
+    char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16];
     char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
     char *args[16];
     int n = 0;
@@ -568,7 +582,16 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
         args[n++] = a_nethost;
     snprintf(a_tmp, sizeof a_tmp, "--tmp=%" PRIu64, o->limits.tmp_bytes);
     args[n++] = a_tmp;
-    if (G.runtimes_dir[0]) {
+    if (!G.feat.root && o->limits.disk_bytes) {
+        /* No root: the init mounts the workspace tmpfs in its own user namespace (a bind
+         * of our host dir would show its path in mountinfo) and sends us its fd. */
+        snprintf(a_ws, sizeof a_ws, "--ws-bytes=%" PRIu64, o->limits.disk_bytes);
+        args[n++] = a_ws;
+    }
+    if (G.runtimes_mnt >= 0) {
+        snprintf(a_rt, sizeof a_rt, "--runtimes-fd=%d", JAIL_RUNTIMES_FD);
+        args[n++] = a_rt;
+    } else if (G.runtimes_dir[0]) {
         snprintf(a_rt, sizeof a_rt, "--runtimes=%s", G.runtimes_dir);
         args[n++] = a_rt;
     }
@@ -584,15 +607,17 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
     }
     envp[ne] = NULL;
     args[1] = NULL;
-    uv_stdio_container_t stdio[4] = {
+    uv_stdio_container_t stdio[JAIL_RUNTIMES_FD + 1] = {
         { .flags = UV_IGNORE },
         { .flags = UV_IGNORE },
         { .flags = UV_INHERIT_FD, .data.fd = 2 },
         { .flags = UV_INHERIT_FD, .data.fd = sv[1] },
+        { .flags = UV_INHERIT_FD, .data.fd = G.runtimes_mnt },
     };
     uv_process_options_t po = {
         .exit_cb = on_outer_exit, .file = G.init_path, .args = args, .env = envp,
-        .cwd = j->ws, .stdio_count = 4, .stdio = stdio,
+        .cwd = j->ws, .stdio_count = G.runtimes_mnt >= 0 ? JAIL_RUNTIMES_FD + 1 : 4,
+        .stdio = stdio,
     };
     j->outer.data = j;
     int rc = uv_spawn(j->loop, &j->outer, &po);
@@ -649,6 +674,10 @@ static void create_ready(jail *j)
 {
     if (j->inner <= 0) {
         create_failed(j, -EPROTO, "sandbox init did not report its pid");
+        return;
+    }
+    if (j->want_ws_fd && j->ws_fd < 0) {
+        create_failed(j, -EPROTO, "sandbox init did not send its workspace");
         return;
     }
     j->inner_pidfd = (int)syscall(SYS_pidfd_open, j->inner, 0);
@@ -763,6 +792,9 @@ static void jail_finish(jail *j)
         (void)cg_remove(&j->cg);
     if (j->ws_tmpfs)
         (void)umount2(j->ws, MNT_DETACH);
+    if (j->ws_fd >= 0)
+        close(j->ws_fd);   /* the last reference once the sandbox's mounts are gone */
+    j->ws_fd = -1;
     if (j->dir[0])
         (void)rm_tree(j->dir);
     G.slots[j->slot] = 0;
@@ -883,7 +915,7 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
 
 const char *jail_workspace(const jail *j)
 {
-    return j->ws;
+    return j->ws_fd >= 0 ? j->ws_fdpath : j->ws;
 }
 
 uid_t jail_host_uid(const jail *j)
@@ -915,6 +947,12 @@ int jail_usage(const jail *j, struct jail_usage *u)
 uint64_t jail_oom_kills(const jail *j)
 {
     return j->has_cg ? cg_oom_kills(&j->cg) : 0;
+}
+
+int jail_memory_headroom(const jail *j, uint64_t *bytes)
+{
+    *bytes = UINT64_MAX;
+    return j->has_cg ? cg_memory_headroom(&j->cg, bytes) : -ENOTSUP;
 }
 
 int jail_entry_info(const jail *j, struct jail_entry *e)
@@ -1006,6 +1044,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
 {
     memset(&G, 0, sizeof G);
     G.loop = loop;
+    G.runtimes_mnt = -1;
     if (!g->state_dir || !g->init_path || snprintf(G.init_path, sizeof G.init_path, "%s", g->init_path) >= (int)sizeof G.init_path ||
         path_join(G.sbx_dir, sizeof G.sbx_dir, g->state_dir, "sandboxes")) {
         jail__set_err(err, errlen, "state_dir or init_path missing or too long");
@@ -1064,7 +1103,8 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
         G.feat.pids_limit = G.cg.have[CG_PIDS];
         G.feat.cpu_limit = G.cg.have[CG_CPU];
     }
-    G.feat.disk_limit = G.feat.root;
+    /* root: a tmpfs we mount; otherwise one the init mounts in its user namespace */
+    G.feat.disk_limit = G.feat.root || G.feat.userns;
     if ((mkdir(g->state_dir, 0711) < 0 && errno != EEXIST) ||
         (mkdir(G.sbx_dir, 0711) < 0 && errno != EEXIST)) {
         jail__set_err(err, errlen, "could not create %s: %s", G.sbx_dir, strerror(errno));
@@ -1075,6 +1115,19 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     if (G.cg.version)
         (void)cg_cleanup_stale(&G.cg);
     cleanup_stale_dirs();
+    if (G.runtimes_dir[0]) {
+        /* A bind of the runtimes dir would show its host path in every sandbox's
+         * mountinfo; a private copy shows none. Without one, the bind still works. */
+        char why[512];
+        int mfd = jail_runtimes_make(loop, G.init_path, G.runtimes_dir, g->mpl_cache_dir,
+                                     g->runtimes_bytes ? g->runtimes_bytes : 256ULL << 20,
+                                     why, sizeof why);
+        if (mfd >= 0)
+            G.runtimes_mnt = mfd;
+        else
+            fprintf(stderr, "sandboxd: warning: /opt/sandboxd is a bind of %s (its path shows "
+                    "in sandboxes' mountinfo): %s\n", G.runtimes_dir, why);
+    }
     G.inited = true;
     return 0;
 }
@@ -1095,5 +1148,8 @@ void jail_global_shutdown(void)
         uv_run(G.loop, UV_RUN_ONCE);
     free(G.slots);
     G.slots = NULL;
+    if (G.runtimes_mnt >= 0)
+        close(G.runtimes_mnt);
+    G.runtimes_mnt = -1;
     G.inited = false;
 }

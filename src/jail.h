@@ -3,9 +3,10 @@
  * learn when they end, read its usage, destroy it leaving nothing behind.
  *
  * A jail is one sandbox's isolation: user, pid, mount, net, ipc, uts and cgroup
- * namespaces, a tmpfs root with read-only system binds, a writable /workspace backed by
- * a host directory, size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying
- * its limits. Every process spawned into it runs as the sandbox's unprivileged user with
+ * namespaces, a tmpfs root with read-only system binds, a writable, size-capped /workspace
+ * tmpfs (mounted by the daemon when root, by the sandbox's init in its user namespace
+ * otherwise), size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying its
+ * limits. Every process spawned into it runs as the sandbox's unprivileged user with
  * no capabilities, no_new_privs, the seccomp filter, a new session (no controlling tty)
  * and exactly the environment the caller gives (nothing of the daemon's leaks in).
  *
@@ -54,7 +55,9 @@ struct jail_features {
 struct jail_global {
     const char *state_dir;     /* sandboxes live in state_dir/sandboxes/<id>/ */
     const char *init_path;     /* path of the sandboxd-init binary */
-    const char *runtimes_dir;  /* host dir bound read-only at /opt/sandboxd in every sandbox */
+    const char *runtimes_dir;  /* host dir shown read-only at /opt/sandboxd in every sandbox */
+    const char *mpl_cache_dir; /* also shown, at /opt/sandboxd/mpl-cache (NULL: none) */
+    uint64_t runtimes_bytes;   /* size of the private tmpfs copy of both (0: 256 MiB) */
     uid_t host_uid_base;       /* when root: sandbox slot n uses host uids base+2n, base+2n+1 */
     unsigned max_sandboxes;    /* slots */
     unsigned start_timeout_ms; /* a new sandbox's init must be ready within it (0: 10000) */
@@ -106,7 +109,9 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_rea
  * callback with -ECANCELED, before done. */
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
 
-/* Host path of the sandbox's /workspace (for the files API). */
+/* A path of the sandbox's /workspace for the files API: its host directory (a tmpfs when
+ * root), or without root /proc/self/fd/N of the tmpfs the sandbox's init made. Open it
+ * once (O_PATH) and resolve below that fd; it is not a place to build paths under. */
 const char *jail_workspace(const jail *j);
 /* The host uid and gid that the sandbox's user (uid/gid 1000 inside) maps to: files the
  * daemon creates in the workspace are chowned to them so the sandbox owns them. */
@@ -122,6 +127,10 @@ int jail_usage(const jail *j, struct jail_usage *u);
 /* How many times the kernel OOM-killed a process in this sandbox, from the cgroup's
  * own counter (memory.oom_control oom_kill on v1, memory.events oom_kill on v2). */
 uint64_t jail_oom_kills(const jail *j);
+
+/* Bytes the sandbox can still be charged before its memory limit (see
+ * cg_memory_headroom); -ENOTSUP when it has no memory cgroup (non-root mode). */
+int jail_memory_headroom(const jail *j, uint64_t *bytes);
 
 /* A process spawned in a sandbox. */
 typedef struct jail_proc jail_proc;

@@ -73,6 +73,9 @@ struct jail {
     char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
     struct cg cg;
     bool has_cg, ws_tmpfs, network_host;
+    int ws_fd;                 /* non-root: the workspace tmpfs made by the init, or -1 */
+    char ws_fdpath[32];        /* /proc/self/fd/<ws_fd> */
+    bool want_ws_fd;           /* non-root with a disk limit: READY must bring ws_fd */
     uv_process_t outer;
     bool outer_spawned, outer_running;
     int ctl;

@@ -134,10 +134,14 @@ int main(int argc, char **argv)
     snprintf(init_path, sizeof init_path, "%s/sandboxd-init", bindir);
     snprintf(runtimes, sizeof runtimes, "%s",
              cfg.runtimes_dir[0] ? cfg.runtimes_dir : SANDBOXD_SOURCE_DIR "/runtimes");
+    char mpl_dir[600];
+    snprintf(mpl_dir, sizeof mpl_dir, "%s/mpl-cache", bindir);
     struct jail_global jg = {
         .state_dir = cfg.state_dir,
         .init_path = init_path,
         .runtimes_dir = runtimes,
+        .mpl_cache_dir = mpl_dir,
+        .runtimes_bytes = cfg.runtimes_tmpfs_mb << 20,
         .host_uid_base = (uid_t)cfg.host_uid_base,
         .max_sandboxes = (unsigned)cfg.max_sandboxes,
         .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,

@@ -109,6 +109,27 @@ sandbox *sbx_first(void)
     return list_head;
 }
 
+/* An integer limit from a request: first the field's own range (what the kernel and the
+ * API accept), then the operator's ceiling, named with its flag. */
+static int limit_u64(const json_t *obj, const char *field, uint64_t min, uint64_t range_max,
+                     uint64_t ceiling, const char *flag, uint64_t *out, char *err,
+                     size_t errlen)
+{
+    bool present;
+    uint64_t v = 0;
+    if (jx_uint(obj, field, min, range_max, &present, &v, err, errlen))
+        return -1;
+    if (!present)
+        return 0;
+    if (v > ceiling) {
+        snprintf(err, errlen, "field '%s' is %llu, above this daemon's maximum of %llu (%s)",
+                 field, (unsigned long long)v, (unsigned long long)ceiling, flag);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size_t errlen)
 {
     o->memory_mb = cfg->memory_mb;
@@ -123,14 +144,32 @@ int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size
         snprintf(err, errlen, "field 'limits' must be an object");
         return -1;
     }
-    if (jx_uint(limits, "memoryMb", 16, 1 << 24, NULL, &o->memory_mb, err, errlen) ||
-        jx_uint(limits, "pids", 8, 1 << 22, NULL, &o->pids, err, errlen) ||
-        jx_number(limits, "cpus", 0.01, 1024, NULL, &o->cpus, err, errlen) ||
-        jx_uint(limits, "diskMb", 1, 1 << 24, NULL, &o->disk_mb, err, errlen) ||
-        jx_uint(limits, "tmpMb", 1, 1 << 24, NULL, &o->tmp_mb, err, errlen) ||
-        jx_uint(limits, "timeoutMs", 0, 86400000, NULL, &o->timeout_ms, err, errlen))
+    bool has_cpus;
+    double cpus = o->cpus;
+    if (limit_u64(limits, "memoryMb", 16, 1 << 24, cfg->max_memory_mb, "--max-memory-mb",
+                  &o->memory_mb, err, errlen) ||
+        limit_u64(limits, "pids", 8, 1 << 22, cfg->max_pids, "--max-pids", &o->pids, err,
+                  errlen) ||
+        jx_number(limits, "cpus", 0.01, 1024, &has_cpus, &cpus, err, errlen) ||
+        limit_u64(limits, "diskMb", 1, 1 << 24, cfg->max_disk_mb, "--max-disk-mb",
+                  &o->disk_mb, err, errlen) ||
+        limit_u64(limits, "tmpMb", 1, 1 << 24, cfg->max_tmp_mb, "--max-tmp-mb", &o->tmp_mb,
+                  err, errlen) ||
+        sbx_parse_timeout(limits, &o->timeout_ms, err, errlen))
         return -1;
+    if (has_cpus && cpus > cfg->max_cpus) {
+        snprintf(err, errlen, "field 'cpus' is %g, above this daemon's maximum of %g "
+                 "(--max-cpus)", cpus, cfg->max_cpus);
+        return -1;
+    }
+    o->cpus = cpus;
     return 0;
+}
+
+int sbx_parse_timeout(const json_t *obj, uint64_t *timeout_ms, char *err, size_t errlen)
+{
+    return limit_u64(obj, "timeoutMs", 0, 86400000, cfg->max_timeout_ms, "--max-timeout-ms",
+                     timeout_ms, err, errlen);
 }
 
 static struct creation *creation_find(const char *id)

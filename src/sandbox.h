@@ -57,9 +57,15 @@ sandbox *sbx_find(const char *id);
 unsigned sbx_count(void);
 sandbox *sbx_first(void);               /* in creation order; then s->lnext */
 
-/* The defaults from the configuration, overridden by a request's "limits" object.
- * Returns 0 or -1 with err naming the bad field. */
+/* The defaults from the configuration, overridden by a request's "limits" object, each
+ * within its range and below the operator's ceiling (--max-memory-mb, --max-pids,
+ * --max-cpus, --max-disk-mb, --max-tmp-mb, --max-timeout-ms). Returns 0 or -1 with err
+ * naming the bad field (and the ceiling it passed). */
 int sbx_parse_limits(const json_t *limits, struct sbx_limits *out, char *err, size_t errlen);
+
+/* "timeoutMs" of obj (a sandbox's limits, a command, a run) into *timeout_ms when present:
+ * 0 (none) to --max-timeout-ms. 0 or -1 with err naming the field and the maximum. */
+int sbx_parse_timeout(const json_t *obj, uint64_t *timeout_ms, char *err, size_t errlen);
 
 /* The outcome of a creation: s is the registered, ready sandbox (rc 0), or NULL with rc a
  * negative errno and err a sentence. id is the id asked for. */

@@ -5,6 +5,8 @@
  *   init_root.c   the sandbox's root filesystem, built from a static mount table
  *   init_serve.c  pid 1 of the sandbox: serves the daemon's control socket, spawns,
  *                 reaps every process and reports each exit
+ *   init_runtimes.c  the --make-runtimes mode, run once per daemon: the private
+ *                 read-only tmpfs with a copy of the runtimes, as a detached mount
  */
 #ifndef SANDBOXD_INIT_H
 #define SANDBOXD_INIT_H
@@ -29,11 +31,20 @@ struct init_cfg {
     bool network_host;
     uint64_t tmp_bytes;            /* size of /tmp and /dev/shm */
     const char *runtimes_dir;      /* host dir bound read-only at /opt/sandboxd (or NULL) */
+    int runtimes_fd;               /* a detached mount to attach there instead (or -1) */
+    uint64_t ws_bytes;             /* rootless: /workspace is a tmpfs this big, not a bind */
+    /* --make-runtimes mode (init_runtimes.c) */
+    const char *make_runtimes;     /* the dir to copy (NULL: normal mode) */
+    const char *mpl_cache;         /* copied to mpl-cache/ in it (or NULL) */
+    uint64_t runtimes_bytes;       /* size of the tmpfs */
     /* The workspace is the outer's current directory at start (the daemon sets it). */
 };
 
 /* Build the sandbox root and pivot into it. err gets a sentence on failure. 0 / -errno. */
 int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen);
+
+/* The --make-runtimes mode: make the tmpfs, copy, send its fd on INIT_CTL_FD. Exit code. */
+int init_make_runtimes(const struct init_cfg *cfg);
 
 /* Serve the control socket as pid 1; never returns. */
 void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog) __attribute__((noreturn));

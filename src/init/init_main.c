@@ -17,6 +17,11 @@
  *          Builds the root filesystem (init_root.c), brings loopback up, sets the
  *          hostname, becomes non-dumpable, says JP_READY and serves (init_serve.c).
  *
+ * A third use, once per daemon: --make-runtimes makes the private runtimes tmpfs
+ * (init_runtimes.c) and exits. Each sandbox's init then gets that detached mount as fd
+ * --runtimes-fd (close-on-exec here, closed by the outer after the clone and by the inner
+ * once it is attached), so no process of the sandbox ever holds it.
+ *
  * uid mapping: root mode maps inside 0 → host_root_uid and inside 1000 → host_user_uid
  * (two host uids per sandbox slot, so sandboxes cannot signal or ptrace each other and
  * files they create on the host are attributable). Non-root mode maps only the daemon's
@@ -78,6 +83,7 @@ static bool parse_pair(const char *s, uint64_t *a, uint64_t *b)
 static void parse_args(int argc, char **argv, struct init_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    cfg->runtimes_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t x, y;
@@ -99,6 +105,17 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->tmp_bytes = x;
         } else if (strncmp(a, "--runtimes=", 11) == 0) {
             cfg->runtimes_dir = a + 11;
+        } else if (strncmp(a, "--runtimes-fd=", 14) == 0 && parse_u64(a + 14, &x) &&
+                   x > INIT_CTL_FD && x < 64) {
+            cfg->runtimes_fd = (int)x;
+        } else if (strncmp(a, "--make-runtimes=", 16) == 0) {
+            cfg->make_runtimes = a + 16;
+        } else if (strncmp(a, "--mpl-cache=", 12) == 0) {
+            cfg->mpl_cache = a + 12;
+        } else if (strncmp(a, "--runtimes-bytes=", 17) == 0 && parse_u64(a + 17, &x)) {
+            cfg->runtimes_bytes = x;
+        } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
+            cfg->ws_bytes = x;
         } else {
             usage_exit("bad argument");
         }
@@ -231,6 +248,8 @@ static __attribute__((noreturn)) void inner_main(const struct init_cfg *cfg, int
         send_fail(rc, err);
         _exit(1);
     }
+    if (cfg->runtimes_fd >= 0)
+        close(cfg->runtimes_fd);   /* attached (a clone): the original stays the daemon's */
     if (!cfg->network_host && (rc = loopback_up())) {
         send_fail(rc, "init: could not bring up loopback in the sandbox network namespace");
         _exit(1);
@@ -245,9 +264,17 @@ static __attribute__((noreturn)) void inner_main(const struct init_cfg *cfg, int
         send_fail(rc, "init: could not compile the seccomp filter");
         _exit(1);
     }
-    struct jp_hdr h = { .type = JP_READY };
-    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0))
+    /* A workspace tmpfs of our own (rootless): the daemon reaches it through this fd. */
+    int ws = cfg->ws_bytes ? open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (cfg->ws_bytes && ws < 0) {
+        send_fail(-errno, "init: could not open the workspace tmpfs");
         _exit(1);
+    }
+    struct jp_hdr h = { .type = JP_READY };
+    if (jp_send(INIT_CTL_FD, &h, NULL, ws >= 0 ? &ws : NULL, ws >= 0 ? 1 : 0))
+        _exit(1);
+    if (ws >= 0)
+        close(ws);
     init_serve(cfg, &prog);
 }
 
@@ -274,6 +301,11 @@ int main(int argc, char **argv)
 {
     struct init_cfg cfg;
     parse_args(collect_args(argc, argv), env_args, &cfg);
+    if (cfg.make_runtimes)
+        return init_make_runtimes(&cfg);
+    /* The runtimes mount is for the inner's mount table only: never for a child. */
+    if (cfg.runtimes_fd >= 0 && fcntl(cfg.runtimes_fd, F_SETFD, FD_CLOEXEC) < 0)
+        cfg.runtimes_fd = -1;
     /* Die with the daemon: a sandbox without its daemon has nobody to report to. */
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (getppid() == 1)
@@ -306,6 +338,14 @@ int main(int argc, char **argv)
         inner_main(&cfg, sync[0]);
     }
     close(sync[0]);
+    if (cfg.runtimes_fd >= 0)
+        close(cfg.runtimes_fd);   /* the inner has its copy */
+    /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
+     * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
+     * killer may well pick us, and the sandbox dies with us. We are never its victim
+     * (set after the clone: the inner and the sandbox's processes keep the default). */
+    if (!cfg.rootless)
+        (void)write_file("/proc/self/oom_score_adj", "-1000");
     int rc = write_maps(&cfg, pid);
     if (rc) {
         send_fail(rc, "init: could not write the uid/gid maps of the sandbox");

@@ -4,8 +4,9 @@
  * Runs in the inner process (pid 1 of the sandbox, root of its user namespace, in a new
  * mount namespace that is still a copy of the host's). The new root is a tmpfs; host
  * directories are bound read-only into it; /etc is a small synthesized subset (accounts
- * are ours, host accounts stay invisible); /workspace is the only writable host
- * directory; /tmp and /dev/shm are size-capped tmpfs; /dev holds five device binds;
+ * are ours, host accounts stay invisible); /workspace is the only writable place the
+ * daemon shares (its tmpfs bound when root, a tmpfs of our own without root);
+ * /tmp and /dev/shm are size-capped tmpfs; /dev holds five device binds;
  * /proc is fresh for the sandbox's pid namespace. Then pivot_root(".", ".") and a lazy
  * unmount of the old root leave no path back to the host tree, and the root tmpfs and
  * /dev are made read-only.
@@ -113,8 +114,10 @@ static const struct mrow root_table[] = {
     { R_DIR, NULL, "var", 0, "for var/tmp" },
     { R_SYMLINK, "/tmp", "var/tmp", 0, "var/tmp shares the capped /tmp" },
     { R_DIR, NULL, "opt", 0, "for opt/sandboxd" },
-    { R_WORKSPACE, NULL, "workspace", MS_NOSUID | MS_NODEV, "the only writable host dir" },
-    { R_RUNTIMES, NULL, "opt/sandboxd", 0, "our Python/Node runtimes, read-only" },
+    { R_WORKSPACE, NULL, "workspace", MS_NOSUID | MS_NODEV,
+      "the only writable dir the daemon shares; a tmpfs in both modes: no host path shows" },
+    { R_RUNTIMES, NULL, "opt/sandboxd", 0,
+      "our Python/Node runtimes, read-only; a private tmpfs copy: no host path shows" },
     { R_TMPFS_SIZED, "mode=1777", "tmp", TMPFS_FLAGS, "private, size-capped /tmp" },
     { R_TMPFS, "mode=0755,size=64k,nr_inodes=64", "dev", TMPFS_FLAGS | MS_NOEXEC,
       "no host devices: only the five below" },
@@ -247,6 +250,23 @@ static int tmpfs(const char *dst, const char *opts, unsigned long flags, uint64_
     return mount("tmpfs", dst, "tmpfs", flags, data) < 0 ? -errno : 0;
 }
 
+/* Attach a clone of the detached mount mnt (the daemon's private runtimes tmpfs, see
+ * init_runtimes.c) at dst: its root field is "/", its source "sandboxd", so nothing of
+ * the host's paths shows in /proc/self/mountinfo. Read-only, nosuid, nodev. */
+static int attach_clone(int mnt, const char *dst)
+{
+    if (mkdir(dst, 0755) < 0)
+        return -errno;
+    int c = (int)syscall(SYS_open_tree, mnt, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+                                                  AT_EMPTY_PATH | AT_RECURSIVE);
+    if (c < 0)
+        return -errno;
+    int rc = syscall(SYS_move_mount, c, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0
+                 ? -errno : 0;
+    close(c);
+    return rc ? rc : set_ro(dst, true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
 static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
 {
     char dst[512];
@@ -281,6 +301,15 @@ static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
             return -errno;
         return mount("proc", dst, "proc", r->flags, NULL) < 0 ? -errno : 0;
     case R_WORKSPACE:
+        if (cfg->ws_bytes) {
+            /* Rootless: a size-capped tmpfs of this user namespace, not a bind of the host
+             * dir (whose path mountinfo would show, and whose size nothing would cap). */
+            char data[64];
+            snprintf(data, sizeof data, "mode=0700,size=%" PRIu64, cfg->ws_bytes);
+            if (mkdir(dst, 0755) < 0)
+                return -errno;
+            return mount("sandboxd-ws", dst, "tmpfs", r->flags, data) < 0 ? -errno : 0;
+        }
         /* "." is the workspace: the daemon started us there, and the mount namespace
          * copy carried our cwd along, so no host path is resolved with our (unprivileged
          * on the host) credentials. */
@@ -295,6 +324,8 @@ static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
         }
         return 0;
     case R_RUNTIMES: {
+        if (cfg->runtimes_fd >= 0)
+            return attach_clone(cfg->runtimes_fd, dst);
         if (rt_fd < 0)
             return 0;
         char src[64];
@@ -316,7 +347,7 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
         goto out;
     }
     /* Open the runtimes dir before NEWROOT is covered (it could live below it). */
-    if (cfg->runtimes_dir && (rt_fd = open(cfg->runtimes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if (cfg->runtimes_fd < 0 && cfg->runtimes_dir && (rt_fd = open(cfg->runtimes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
         rc = -errno;
         what = cfg->runtimes_dir;
         goto out;

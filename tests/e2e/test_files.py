@@ -167,8 +167,17 @@ def test_workspace_full(make_daemon):
         return   # the workspace size is enforced by a tmpfs only when root
     d = make_daemon()
     sb = Sandbox(d, "full", limits={"diskMb": 1})
+    # announced: refused before a byte is written
     status, e = put(sb, "big.bin", b"z" * (3 << 20))
-    assert status == 413 and "full" in e["message"], e
+    assert status == 507 and e["code"] == "DISK_FULL" and "diskMb is 1" in e["message"], e
+    # chunked (no Content-Length): the writer in the sandbox meets ENOSPC
+    c = d.conn(timeout=30)
+    c.request("PUT", url(sb, "chunked.bin"), body=iter([b"z" * (256 << 10)] * 12),
+              encode_chunked=True)
+    r = c.getresponse()
+    e = json.loads(r.read())
+    c.close()
+    assert r.status == 507 and e["code"] == "DISK_FULL" and "full" in e["message"], e
     assert sb.sh("ls -A /workspace") == ""
     sb.delete()
 
@@ -179,7 +188,9 @@ def test_aborted_upload_leaves_nothing(sandbox):
               b"Content-Length: 10000000\r\n\r\n" % sandbox.id.encode() + b"p" * 3000000)
     s.close()
     import time
-    time.sleep(0.5)
+    deadline = time.time() + 30   # the writer in the sandbox is killed, then the file removed
+    while sandbox.sh("ls -A /workspace") != "" and time.time() < deadline:
+        time.sleep(0.05)
     assert get(sandbox, "partial.bin")[0] == 404
     assert sandbox.sh("ls -A /workspace") == ""
 

@@ -11,6 +11,8 @@ through --runtimes-dir.
 Not root: nothing to switch from, so the module is skipped, unless
 SANDBOXD_REQUIRE_NONROOT=1 asks for it, which turns the skip into a failure.
 """
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -141,7 +143,7 @@ def test_health_reports_reduced_features(d):
     sb = h["sandbox"]
     assert sb["root"] is False
     assert sb["userNamespaces"] is True and sb["seccomp"] is True
-    assert sb["diskLimit"] is False   # a size-capped workspace tmpfs needs root
+    assert sb["diskLimit"] is True    # the init mounts the workspace tmpfs in its user namespace
     if not _cgroup_writable(d.proc.pid):
         assert sb["cgroupVersion"] == 0
         assert (sb["memoryLimit"], sb["pidsLimit"], sb["cpuLimit"]) == (False, False, False)
@@ -243,3 +245,44 @@ def test_delete_leaves_no_process(d):
     finally:
         if not deleted:
             s.delete()
+
+
+def test_upload_is_written_in_the_sandbox(d):
+    """Uploads go through the writer in the sandbox here too (no cgroups: nothing is
+    charged to a memory group; the bytes fill the sandbox's workspace tmpfs)."""
+    s = Sandbox(d, "up")
+    try:
+        data = os.urandom(3 << 20)
+        status, _, body = d.request("PUT", "/v1/sandboxes/up/files/sub/x.bin", data)
+        assert status == 201, body
+        assert s.sh("sha256sum sub/x.bin").split()[0] == hashlib.sha256(data).hexdigest()
+        assert s.sh("stat -c %u sub/x.bin") == "1000\n"
+        status, _, got = d.request("GET", "/v1/sandboxes/up/files/sub/x.bin")
+        assert status == 200 and got == data
+    finally:
+        s.delete()
+
+
+def test_mountinfo_names_no_host_path(d):
+    """Without root too, mountinfo names no host path: /opt/sandboxd is a private tmpfs
+    made in a user namespace of the daemon's own, and /workspace a tmpfs the sandbox's
+    init made in its user namespace (binds would show the runtimes copy and the state
+    dir). The workspace tmpfs is capped by diskMb: an upload past it is 507 DISK_FULL."""
+    s = Sandbox(d, "mnt", limits={"diskMb": 2})
+    try:
+        text = s.sh("cat /proc/self/mountinfo")
+        top = os.path.dirname(d.log_path)
+        assert top not in text, text
+        mounts = {}
+        for line in text.splitlines():
+            pre, _, post = line.partition(" - ")
+            mounts[pre.split()[4]] = (pre.split()[3], post.split()[1])
+        assert mounts["/opt/sandboxd"] == ("/", "sandboxd"), text
+        assert mounts["/workspace"] == ("/", "sandboxd-ws"), text
+        assert s.sh("ls /opt/sandboxd") == "mpl-cache\nnode\npython\n"
+        status, _, body = d.request("PUT", "/v1/sandboxes/mnt/files/big.bin", b"b" * (3 << 20))
+        assert status == 507 and json.loads(body)["code"] == "DISK_FULL", body
+        out = s.exec("head -c 3000000 /dev/zero > /workspace/own.bin")
+        assert out["exitCode"] != 0 and "No space left on device" in out["stderr"], out
+    finally:
+        s.delete()

@@ -1,8 +1,12 @@
 """End-to-end tests of the sandbox API: get-or-create, generated ids, listing, limits,
 validation, the sandbox cap, and deletion that leaves nothing behind."""
 import os
+import subprocess
+import tempfile
 
-from sbxtest import Sandbox
+import pytest
+
+from sbxtest import BINARY, Sandbox
 
 
 def test_put_is_get_or_create(daemon):
@@ -150,3 +154,63 @@ def test_cpu_quota_is_enforced(daemon):
     used = float(s.sh("python3 -c \"$C\"", env={"C": code}))
     assert used < 0.75, used
     s.delete()
+
+
+CEILINGS = ("--memory-mb", "128", "--max-memory-mb", "512", "--pids", "64", "--max-pids", "256",
+            "--cpus", "0.5", "--max-cpus", "1.5", "--disk-mb", "16", "--max-disk-mb", "256",
+            "--tmp-mb", "16", "--max-tmp-mb", "128", "--exec-timeout-ms", "5000",
+            "--max-timeout-ms", "10000", "--max-env-vars", "3")
+
+
+@pytest.mark.parametrize("field,ceiling,flag", [
+    ("memoryMb", 512, "--max-memory-mb"), ("pids", 256, "--max-pids"),
+    ("cpus", 1.5, "--max-cpus"), ("diskMb", 256, "--max-disk-mb"),
+    ("tmpMb", 128, "--max-tmp-mb"), ("timeoutMs", 10000, "--max-timeout-ms")])
+def test_limit_ceilings(make_daemon, field, ceiling, flag):
+    """Every limit a client asks for is checked against the operator's ceiling: above it is
+    400 naming the field, the ceiling and its flag; at it the sandbox is made."""
+    d = make_daemon(*CEILINGS)
+    over = ceiling + 0.25 if isinstance(ceiling, float) else ceiling + 1
+    status, e = d.json("PUT", "/v1/sandboxes/over", {"limits": {field: over}})
+    assert status == 400 and e["code"] == "VALIDATION_FAILED", e
+    assert "'%s'" % field in e["message"] and flag in e["message"], e
+    assert ("%g" % ceiling) in e["message"], e
+    assert d.json("GET", "/v1/sandboxes/over")[0] == 404
+    status, s = d.json("PUT", "/v1/sandboxes/at", {"limits": {field: ceiling}})
+    assert status == 201 and s["limits"][field] == ceiling, s
+    d.json("DELETE", "/v1/sandboxes/at")
+
+
+def test_default_ceilings(daemon):
+    """The shipped ceilings: 16 TiB of workspace (RAM when root) is refused."""
+    for field, value, flag in (("diskMb", 1 << 24, "--max-disk-mb"),
+                               ("memoryMb", 1 << 24, "--max-memory-mb"),
+                               ("tmpMb", 1 << 24, "--max-tmp-mb"),
+                               ("cpus", 1024, "--max-cpus"), ("pids", 1 << 22, "--max-pids")):
+        status, e = daemon.json("PUT", "/v1/sandboxes/huge", {"limits": {field: value}})
+        assert status == 400 and flag in e["message"], (field, e)
+    assert daemon.json("GET", "/v1/sandboxes/huge")[0] == 404
+
+
+def test_request_timeout_and_env_ceilings(make_daemon):
+    d = make_daemon(*CEILINGS)
+    sb = Sandbox(d, "req")
+    status, e = d.json("POST", "/v1/sandboxes/req/exec", {"command": "true", "timeoutMs": 10001})
+    assert status == 400 and "'timeoutMs'" in e["message"] and "--max-timeout-ms" in e["message"]
+    status, e = d.json("POST", "/v1/sandboxes/req/execute", {"code": "1", "timeoutMs": 10001})
+    assert status == 400 and "'timeoutMs'" in e["message"] and "--max-timeout-ms" in e["message"]
+    assert sb.exec("true", timeoutMs=10000)["exitCode"] == 0
+    status, e = d.json("PUT", "/v1/sandboxes/env4",
+                       {"env": {"A": "1", "B": "2", "C": "3", "D": "4"}})
+    assert status == 400 and "'env'" in e["message"], e
+    assert d.json("PUT", "/v1/sandboxes/env3", {"env": {"A": "1", "B": "2", "C": "3"}})[0] == 201
+    sb.delete()
+
+
+def test_default_above_its_ceiling_stops_the_daemon():
+    with tempfile.TemporaryDirectory() as state:
+        r = subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--state-dir", state,
+                            "--disk-mb", "2048", "--max-disk-mb", "1024"],
+                           capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "--disk-mb 2048 is above its ceiling --max-disk-mb 1024" in r.stderr, r.stderr
