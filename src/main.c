@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "context.h"
+#include "reaper.h"
 #include "sandbox.h"
 #include "zygote_client.h"
 
@@ -32,6 +33,7 @@ static void sandboxes_gone(void *arg)
     (void)arg;
     zyg_stop();
     jail_global_shutdown();
+    reap_stop();
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
 }
@@ -92,6 +94,17 @@ static uint64_t gauge_zygote(void)
     return zyg_available() ? 1 : 0;
 }
 
+static uint64_t gauge_strays(void)
+{
+    return reap_strays_total();
+}
+
+/* A context the zygote is creating is our child before a sandbox adopts it. */
+static bool children_settling(void)
+{
+    return zyg_forks_in_flight() > 0;
+}
+
 /* Directory of this executable: the helper binaries are built next to it. */
 static int exe_dir(char *out, size_t n)
 {
@@ -145,7 +158,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);
         return 1;
     }
+    /* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
+    const struct reap_hooks rh = { .known = jail_for_each_adopted, .settling = children_settling };
+    if ((rc = reap_start(loop, &rh)))
+        log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
     sbx_init(&cfg);
+    metrics_gauge("sandboxd_stray_children_reaped_total",
+                  "Children of the daemon that no sandbox owned, reaped by it.", gauge_strays);
     metrics_gauge("sandboxd_sandboxes", "Sandboxes alive.", gauge_sandboxes);
     metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
     metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
