@@ -129,17 +129,31 @@ def test_header_timeout_is_408(make_daemon):
 
 def test_idle_timeout_closes(make_daemon):
     d = make_daemon("--idle-timeout-ms", "200")
+    c = d.conn(timeout=5)
+    assert d.request("GET", "/v1/health", conn=c)[0] == 200
+    t = time.time()
+    assert c.sock.recv(10) == b""     # the idle keep-alive is closed by the server
+    assert 0.1 < time.time() - t < 3
+    c.close()
+
+
+def test_first_request_timeout_closes(make_daemon):
+    d = make_daemon("--first-request-timeout-ms", "200")
     s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
     t = time.time()
-    assert s.recv(10) == b""          # closed by the server, nothing sent
+    assert s.recv(10) == b""          # never sent a byte: closed, nothing sent
     assert 0.1 < time.time() - t < 3
     s.close()
 
 
 def test_max_connections_is_429(make_daemon):
     d = make_daemon("--max-connections", "2")
-    held = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(2)]
-    time.sleep(0.1)
+    # requests in progress (headers complete, body still arriving) are never shed
+    held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(2)]
+    for s in held:
+        s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 100\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")   # headers are in
     out = d.raw(b"")
     assert out.startswith(b"HTTP/1.1 429")
     assert json.loads(out.split(b"\r\n\r\n", 1)[1])["code"] == "LIMIT_REACHED"
