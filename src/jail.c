@@ -65,7 +65,7 @@ struct jail_proc {
     jail *j;
     pid_t pid;                 /* inside the sandbox */
     bool adopted;
-    pid_t host_pid;            /* adopted only: 0 until known (jail_for_each_adopted) */
+    pid_t host_pid;            /* adopted only: 0 until known (jail_for_each_owned) */
     int pidfd;                 /* adopted only */
     uv_poll_t poll;            /* adopted only: pidfd readable = exited */
     uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */
@@ -1111,10 +1111,13 @@ static pid_t pidfd_host_pid(int pidfd)
     return v > 0 ? (pid_t)v : -ESRCH;   /* -1: the process is gone (reaped) */
 }
 
-int jail_for_each_adopted(void (*fn)(pid_t host_pid, void *arg), void *arg)
+int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
 {
     int rc = 0;
     for (jail *j = G.jails; j; j = j->next) {
+        /* the inner init: our child if its outer half died first (jail_finish reaps it) */
+        if (j->inner_pidfd >= 0 && j->inner > 0)
+            fn(j->inner, arg);
         for (jail_proc *p = j->procs; p; p = p->next) {
             if (!p->adopted)
                 continue;

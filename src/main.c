@@ -188,7 +188,7 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
-    const struct reap_hooks rh = { .known = jail_for_each_adopted, .settling = children_settling };
+    const struct reap_hooks rh = { .known = jail_for_each_owned, .settling = children_settling };
     if ((rc = reap_start(loop, &rh)))
         log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
     sbx_init(&cfg);
