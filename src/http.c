@@ -20,14 +20,17 @@
  * the read buffer is one loop-wide array, used only inside read_cb.
  *
  * Connection table and shedding (so that a flood of idle connections from one client
- * cannot lock the others out): max_connections counts the connections that are open
- * and not closing. Each connection that has no request in progress sits on one of three
- * lists, oldest first: FRESH (no request begun since accept), HEAD (a request begun, its
- * headers not complete yet) and IDLE (keep-alive between requests, by the time it went
- * idle). When a new connection finds the table full, the head of the first non-empty
- * list, in that order, is closed at once (no graceful shutdown: it owes nothing) to make
- * room; only when every open connection has a request in progress (headers complete:
- * receiving a body, being handled, streaming) is the new one answered 429. A FRESH
+ * cannot lock the others out): max_connections counts the connections that hold a
+ * descriptor, except those whose handles are already closing. Each connection that has
+ * no request in progress sits on one of four lists, oldest first: FRESH (no request
+ * begun since accept), HEAD (a request begun, its headers not complete yet), IDLE
+ * (keep-alive between requests, by the time it went idle) and LINGER (closing, still
+ * flushing its last response to a client that does not read it; bounded by
+ * header_timeout_ms). When a new connection finds the table full, the head of the first
+ * non-empty list, in that order, is closed at once (no graceful shutdown: it owes
+ * nothing, or a lingering one gives up its unsent bytes) to make room; only when every
+ * open connection has a request in progress (headers complete: receiving a body, being
+ * handled, streaming) is the new one answered 429. A FRESH
  * connection also has a deadline from accept (first_request_timeout_ms) instead of the
  * keep-alive idle timeout, so never sending a byte buys no more than that. The lists are
  * intrusive, so every transition and every choice is O(1). Running out of descriptors
@@ -60,8 +63,9 @@ enum shed_tier {
     SHED_FRESH,     /* accepted, no request begun yet */
     SHED_HEAD,      /* a request begun, headers incomplete */
     SHED_IDLE,      /* keep-alive, between requests */
+    SHED_LINGER,    /* closing, its last response still being flushed */
     SHED_TIERS,
-    SHED_NONE = SHED_TIERS,   /* a request in progress, or closing: never shed */
+    SHED_NONE = SHED_TIERS,   /* a request in progress, or closed: never shed */
 };
 
 struct shed_list {
@@ -86,7 +90,8 @@ struct http_server {
     void *dispatch_arg;
     llhttp_settings_t settings;
     uint64_t nconns;            /* allocated connections, closing ones included */
-    uint64_t nlive;             /* open and not closing: what max_connections counts */
+    uint64_t nlive;             /* open and not closing */
+    uint64_t nlinger;           /* closing, flushing a last response (SHED_LINGER) */
     uint64_t nshed;             /* closed to make room for a new connection */
     struct shed_list shed[SHED_TIERS];
     struct http_conn *conns;    /* doubly linked list of open connections */
@@ -144,6 +149,7 @@ static void process_input(http_conn *c);
 
 static void arm_timer(http_conn *c, uint64_t ms);
 static void conn_close_how(http_conn *c, bool graceful);
+static void conn_close_handles(http_conn *c);
 
 /* ---- the connection table ---- */
 
@@ -181,14 +187,18 @@ static int shed_one(http_server *s)
 {
     static const char *const why[SHED_TIERS] = { "never sent a request",
                                                   "had not finished its request's headers",
-                                                  "was idle" };
+                                                  "was idle",
+                                                  "was closing, its client not reading" };
     for (int t = 0; t < SHED_TIERS; t++) {
         http_conn *v = s->shed[t].head;
         if (!v)
             continue;
         s->nshed++;
         log_debug("connection table full: closing the oldest connection that %s", why[t]);
-        conn_close_how(v, false);
+        if (t == SHED_LINGER)
+            conn_close_handles(v);   /* already closing: drop what it still had to send */
+        else
+            conn_close_how(v, false);
         return 1;
     }
     return 0;
@@ -922,15 +932,25 @@ static void close_cb(uv_handle_t *h)
         conn_free(c);
 }
 
+/* Close both handles now (a no-op when they are closing already); off the linger list. */
+static void conn_close_handles(http_conn *c)
+{
+    if (c->tier == SHED_LINGER) {
+        shed_set(c, SHED_NONE);
+        c->srv->nlinger--;
+    }
+    if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->tcp, close_cb);
+        uv_close((uv_handle_t *)&c->timer, close_cb);
+    }
+}
+
 static void shutdown_cb(uv_shutdown_t *sr, int status)
 {
     http_conn *c = sr->data;
     (void)status;
     free(sr);
-    if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
-        uv_close((uv_handle_t *)&c->tcp, close_cb);
-        uv_close((uv_handle_t *)&c->timer, close_cb);
-    }
+    conn_close_handles(c);
 }
 
 static void timer_cb(uv_timer_t *t)
@@ -938,8 +958,7 @@ static void timer_cb(uv_timer_t *t)
     http_conn *c = t->data;
     if (c->closing) {
         /* the peer did not take the last response in time: drop it */
-        uv_close((uv_handle_t *)&c->tcp, close_cb);
-        uv_close((uv_handle_t *)&c->timer, close_cb);
+        conn_close_handles(c);
         return;
     }
     if (c->busy) {
@@ -1004,13 +1023,15 @@ static void conn_close_how(http_conn *c, bool graceful)
     if (sr) {
         sr->data = c;
         if (uv_shutdown(sr, (uv_stream_t *)&c->tcp, shutdown_cb) == 0) {
+            /* it still counts against max_connections until it is closed */
+            shed_set(c, SHED_LINGER);
+            s->nlinger++;
             arm_timer(c, s->lim.header_timeout_ms);
             return;
         }
         free(sr);
     }
-    uv_close((uv_handle_t *)&c->tcp, close_cb);
-    uv_close((uv_handle_t *)&c->timer, close_cb);
+    conn_close_handles(c);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -1052,7 +1073,7 @@ static void on_connection(uv_stream_t *server, int status)
     s->conns = c;
     s->nlive++;
     metrics_connection(+1);
-    if (s->nlive > s->lim.max_connections && !shed_one(s)) {
+    if (s->nlive + s->nlinger > s->lim.max_connections && !shed_one(s)) {
         conn_fail(c, 429, "LIMIT_REACHED",
                   "the server has %llu connections open, its limit, each with a request in "
                   "progress", (unsigned long long)s->lim.max_connections);

@@ -127,6 +127,8 @@ static bool body_hook(const http_req *r, void *arg)
     return strncmp(r->path, "/up", 3) == 0;
 }
 
+#define BIG_BODY (16u << 20)   /* more than loopback's socket buffers can take */
+
 static void dispatch(http_req *r, void *arg)
 {
     (void)arg;
@@ -154,6 +156,10 @@ static void dispatch(http_req *r, void *arg)
         r->cb_arg = st;
         sse_begin(&st->s, r);
         sse_pump(r, st);
+    } else if (strcmp(r->path, "/big") == 0) {
+        static char big[BIG_BODY];
+        memset(big, 'b', sizeof big);
+        http_respond(r, 200, "text/plain", big, sizeof big, NULL);
     } else if (strcmp(r->path, "/slow") == 0) {
         slow_req = r;
         uv_timer_start(&slow_timer, slow_done, 50, 0);
@@ -418,6 +424,45 @@ CLIENT(max_connections)
     DONE();
 }
 
+/* Read everything until the server closes; the number of bytes. */
+static size_t drain(int fd)
+{
+    static char sink[1 << 16];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, sink, sizeof sink);
+        if (r <= 0)
+            return n;
+        n += (size_t)r;
+    }
+}
+
+CLIENT(linger_shedding)
+{
+    (void)arg;
+    /* three clients take a large "Connection: close" response without reading it: their
+     * connections linger, closing, and still fill the table of 3 */
+    int l[3];
+    for (int i = 0; i < 3; i++) {
+        l[i] = connect_client_rcvbuf(4096);
+        const char *req = "GET /big HTTP/1.1\r\nConnection: close\r\n\r\n";
+        send_all(l[i], req, strlen(req));
+        usleep(50000);
+    }
+    /* a newcomer takes the oldest lingering one's place */
+    int n = connect_client();
+    check(served(n), "the newcomer is served");
+    size_t got0 = drain(l[0]);
+    size_t got1 = drain(l[1]);
+    snprintf(resp, sizeof resp, "first %zu bytes, second %zu bytes", got0, got1);
+    check(got0 < BIG_BODY, "the oldest lingering response was cut");
+    check(got1 > BIG_BODY, "the next one was not");
+    for (int i = 0; i < 3; i++)
+        close(l[i]);
+    close(n);
+    DONE();
+}
+
 CLIENT(first_request_deadline)
 {
     (void)arg;
@@ -606,6 +651,7 @@ TEST(chunked_and_continue)
 TEST(limits)
 TEST_LIM(max_connections, 10000, 10000)   /* no deadline may end a connection meanwhile */
 TEST(first_request_deadline)
+TEST_LIM(linger_shedding, 20000, 10000)
 TEST(sse_backpressure)
 TEST(sse_disconnect)
 TEST(stream_body)
@@ -624,6 +670,7 @@ int main(void)
         cmocka_unit_test(limits),
         cmocka_unit_test(max_connections),
         cmocka_unit_test(first_request_deadline),
+        cmocka_unit_test(linger_shedding),
         cmocka_unit_test(sse_backpressure),
         cmocka_unit_test(sse_disconnect),
         cmocka_unit_test(stream_body),
