@@ -27,7 +27,8 @@
  * does not lock newcomers out. A new connection closes, to make room, the one waiting
  * longest without a request in progress: first those that never sent a request (oldest
  * first), then those whose request's headers are still incomplete (oldest request
- * first), then idle keep-alive ones (idle longest first). A connection whose request's
+ * first), then idle keep-alive ones (idle longest first), then closing ones still
+ * flushing a last response their client does not read. A connection whose request's
  * headers are complete (its body arriving, or being handled, or its response streaming)
  * is never closed for room; only when all of them are so is the newcomer answered 429
  * and closed.
