@@ -21,16 +21,19 @@
  *
  * Connection table and shedding (so that a flood of idle connections from one client
  * cannot lock the others out): max_connections counts the connections that hold a
- * descriptor, except those whose handles are already closing. Each connection that has
- * no request in progress sits on one of four lists, oldest first: FRESH (no request
- * begun since accept), HEAD (a request begun, its headers not complete yet), IDLE
- * (keep-alive between requests, by the time it went idle) and LINGER (closing, still
- * flushing its last response to a client that does not read it; bounded by
- * header_timeout_ms). When a new connection finds the table full, the head of the first
- * non-empty list, in that order, is closed at once (no graceful shutdown: it owes
- * nothing, or a lingering one gives up its unsent bytes) to make room; only when every
- * open connection has a request in progress (headers complete: receiving a body, being
- * handled, streaming) is the new one answered 429. A FRESH
+ * descriptor, except those whose handles are already closing. Each connection that no
+ * handler holds sits on one of six lists, oldest first, in the order they are shed:
+ * FRESH (no request begun since accept), HEAD (a request begun, its headers not complete
+ * yet), IDLE (keep-alive between requests, by the time it went idle), DRAIN (answered
+ * early, the rest of its body being dropped), LINGER (closing, still flushing its last
+ * response to a client that does not read it) and BODY (headers complete, a buffered
+ * body still arriving). The order puts first what costs a real client least (nothing
+ * sent yet; a keep-alive it can reopen) and last what it would have to redo (an upload);
+ * everything but IDLE is bounded by header_timeout_ms anyway. When a new connection
+ * finds the table full, the head of the first non-empty list is closed at once (no
+ * graceful shutdown: a lingering one gives up its unsent bytes) to make room; only when
+ * every open connection is held by a handler (dispatched: being handled, streaming its
+ * response or receiving a streamed body) is the new one answered 429. A FRESH
  * connection also has a deadline from accept (first_request_timeout_ms) instead of the
  * keep-alive idle timeout, so never sending a byte buys no more than that. The lists are
  * intrusive, so every transition and every choice is O(1). Running out of descriptors
@@ -63,7 +66,9 @@ enum shed_tier {
     SHED_FRESH,     /* accepted, no request begun yet */
     SHED_HEAD,      /* a request begun, headers incomplete */
     SHED_IDLE,      /* keep-alive, between requests */
+    SHED_DRAIN,     /* answered early; the rest of its body is read and dropped */
     SHED_LINGER,    /* closing, its last response still being flushed */
+    SHED_BODY,      /* headers complete, a buffered body still arriving (not dispatched) */
     SHED_TIERS,
     SHED_NONE = SHED_TIERS,   /* a request in progress, or closed: never shed */
 };
@@ -188,7 +193,9 @@ static int shed_one(http_server *s)
     static const char *const why[SHED_TIERS] = { "never sent a request",
                                                   "had not finished its request's headers",
                                                   "was idle",
-                                                  "was closing, its client not reading" };
+                                                  "was draining an answered request's body",
+                                                  "was closing, its client not reading",
+                                                  "was still sending a request's body" };
     for (int t = 0; t < SHED_TIERS; t++) {
         http_conn *v = s->shed[t].head;
         if (!v)
@@ -349,6 +356,7 @@ static void req_finish(http_req *r)
         /* answered before its body was in: read the rest so the client sees the answer */
         c->discarding = true;
         c->discard_left = DISCARD_CAP;
+        shed_set(c, SHED_DRAIN);
         arm_timer(c, c->srv->lim.header_timeout_ms);
         if (!c->in_process)
             process_input(c);
@@ -639,7 +647,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     http_conn *c = p->data;
     http_req *r = c->req;
-    shed_set(c, SHED_NONE);   /* a request in progress from here on */
+    shed_set(c, SHED_BODY);   /* until dispatched: see dispatch() */
     r->method = llhttp_get_method(p);
     r->method_name = llhttp_method_name((llhttp_method_t)r->method);
     if (!r->target) {
@@ -659,6 +667,7 @@ static int on_headers_complete(llhttp_t *p)
     r->has_content_length = (p->flags & F_CONTENT_LENGTH) != 0;
     r->content_length = r->has_content_length ? p->content_length : 0;
     if (c->srv->body_hook && c->srv->body_hook(r, c->srv->dispatch_arg)) {
+        shed_set(c, SHED_NONE);   /* dispatched at once */
         r->body_streaming = true;
         r->keep_alive = llhttp_should_keep_alive(p);
         c->continue_owed = c->expect_continue;
@@ -720,6 +729,7 @@ static int on_message_complete(llhttp_t *p)
 
 static void dispatch(http_conn *c)
 {
+    shed_set(c, SHED_NONE);   /* the handler has it now: never shed */
     c->busy = true;
     uv_timer_stop(&c->timer);
     if (c->read_eof)
