@@ -367,6 +367,7 @@ CLIENT(limits)
 static int closed_silently(int fd)
 {
     char b[256];
+    snprintf(resp, sizeof resp, "(nothing: not closed)");
     ssize_t r = read(fd, b, sizeof b);
     if (r > 0) {
         b[r < 255 ? r : 255] = '\0';
@@ -447,19 +448,67 @@ CLIENT(linger_shedding)
         l[i] = connect_client_rcvbuf(4096);
         const char *req = "GET /big HTTP/1.1\r\nConnection: close\r\n\r\n";
         send_all(l[i], req, strlen(req));
-        usleep(50000);
+        char first;
+        check(read(l[i], &first, 1) == 1, "the response began (the connection is closing)");
     }
     /* a newcomer takes the oldest lingering one's place */
     int n = connect_client();
     check(served(n), "the newcomer is served");
-    size_t got0 = drain(l[0]);
-    size_t got1 = drain(l[1]);
+    size_t got0 = drain(l[0]) + 1;
+    size_t got1 = drain(l[1]) + 1;
     snprintf(resp, sizeof resp, "first %zu bytes, second %zu bytes", got0, got1);
     check(got0 < BIG_BODY, "the oldest lingering response was cut");
     check(got1 > BIG_BODY, "the next one was not");
     for (int i = 0; i < 3; i++)
         close(l[i]);
     close(n);
+    DONE();
+}
+
+/* A streamed-body request whose handler has taken it (100 Continue), body unfinished. */
+static int held_by_handler(int fd)
+{
+    const char *up = "PUT /up HTTP/1.1\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
+    send_all(fd, up, strlen(up));
+    recv_until(fd, resp, sizeof resp, "\r\n\r\n");
+    return strncmp(resp, "HTTP/1.1 100 Continue", 21) == 0 && write(fd, "abc", 3) == 3;
+}
+
+CLIENT(shed_order_late_tiers)
+{
+    (void)arg;
+    /* table of 3: X idle, D draining (answered 413 before its body), B sending a
+     * buffered body (not dispatched yet) */
+    int x = connect_client();
+    check(served(x), "X served");
+    int d = connect_client();
+    const char *rej = "PUT /upreject HTTP/1.1\r\nContent-Length: 99999\r\n\r\nsome";
+    send_all(d, rej, strlen(rej));
+    recv_until(d, resp, sizeof resp, "no thanks\"}");
+    check(strstr(resp, "413") != NULL, "D answered early");
+    int b = connect_client();
+    const char *part = "POST /echo HTTP/1.1\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n";
+    send_all(b, part, strlen(part));
+    recv_until(b, resp, sizeof resp, "\r\n\r\n");   /* its headers are in */
+    check(strncmp(resp, "HTTP/1.1 100 Continue", 21) == 0, "B's headers read");
+    send_all(b, "0123456789", 10);
+    /* newcomers that each end up held by a handler (a streamed body arriving; the
+     * 100 Continue says the handler has it) */
+    int n1 = connect_client();
+    check(closed_silently(x), "the idle one goes first");
+    check(held_by_handler(n1), "N1 held");
+    int n2 = connect_client();
+    check(closed_silently(d), "then the one draining an answered body");
+    check(held_by_handler(n2), "N2 held");
+    int n3 = connect_client();
+    check(closed_silently(b), "then the one still sending a buffered body");
+    check(held_by_handler(n3), "N3 held");
+    int n4 = connect_client();
+    recv_until(n4, resp, sizeof resp, NULL);
+    check(strstr(resp, "429") && strstr(resp, "LIMIT_REACHED"), "429 once all are handled");
+    int fds[] = { x, d, b, n1, n2, n3, n4 };
+    for (unsigned i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        close(fds[i]);
     DONE();
 }
 
@@ -652,6 +701,7 @@ TEST(limits)
 TEST_LIM(max_connections, 10000, 10000)   /* no deadline may end a connection meanwhile */
 TEST(first_request_deadline)
 TEST_LIM(linger_shedding, 20000, 10000)
+TEST_LIM(shed_order_late_tiers, 10000, 10000)
 TEST(sse_backpressure)
 TEST(sse_disconnect)
 TEST(stream_body)
@@ -671,6 +721,7 @@ int main(void)
         cmocka_unit_test(max_connections),
         cmocka_unit_test(first_request_deadline),
         cmocka_unit_test(linger_shedding),
+        cmocka_unit_test(shed_order_late_tiers),
         cmocka_unit_test(sse_backpressure),
         cmocka_unit_test(sse_disconnect),
         cmocka_unit_test(stream_body),
