@@ -47,7 +47,7 @@ static const struct opt OPTS[] = {
     { "idle-timeout-ms", "SANDBOXD_IDLE_TIMEOUT_MS", U64(idle_timeout_ms), "60000", 100, 86400000,
       "Time an idle keep-alive connection stays open." },
     { "max-connections", "SANDBOXD_MAX_CONNECTIONS", U64(max_connections), "4096", 1, 1000000,
-      "Open client connections at most. When full, a new one closes the connection waiting longest without a request in progress (never used, then headers unfinished, then idle keep-alive, then closing); if every one has a request in progress it gets 429." },
+      "Open client connections at most. When full, a new one closes the longest-waiting connection no handler holds (never used, then headers unfinished, idle keep-alive, draining, closing, body arriving); if a handler holds every one, it gets 429." },
     { "first-request-timeout-ms", "SANDBOXD_FIRST_REQUEST_TIMEOUT_MS", U64(first_request_timeout_ms), "10000", 100, 3600000,
       "Time a new connection has, from accept, to send its whole first request; then it is closed (408 if it began one)." },
     { "stream-buffer-bytes", "SANDBOXD_STREAM_BUFFER_BYTES", U64(stream_buffer_bytes), "262144", 4096, 1 << 30,

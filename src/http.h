@@ -24,14 +24,14 @@
  * it is just closed); idle keep-alive connections close after idle_timeout_ms.
  *
  * Fairness under a flood: max_connections counts open connections, but a full table
- * does not lock newcomers out. A new connection closes, to make room, the one waiting
- * longest without a request in progress: first those that never sent a request (oldest
- * first), then those whose request's headers are still incomplete (oldest request
- * first), then idle keep-alive ones (idle longest first), then closing ones still
- * flushing a last response their client does not read. A connection whose request's
- * headers are complete (its body arriving, or being handled, or its response streaming)
- * is never closed for room; only when all of them are so is the newcomer answered 429
- * and closed.
+ * does not lock newcomers out. A new connection closes, to make room, the one that has
+ * waited longest among those no handler holds, taken in this order: never sent a request
+ * (oldest first), request headers incomplete (oldest request first), idle keep-alive
+ * (idle longest first), draining the body of a request answered early, closing while
+ * its client does not read the last response, and a buffered body still arriving. A
+ * connection whose request was dispatched (being handled, its response streaming, or
+ * its streamed body arriving) is never closed for room; only when every one is so is
+ * the newcomer answered 429 and closed.
  *
  * Guarantees to handlers: a dispatched http_req stays valid until the handler completes
  * it (http_respond*, or http_stream_end) — even when the client goes away, in which case
