@@ -72,6 +72,24 @@ def test_keepalive_flood_past_the_cap_does_not_lock_out(make_daemon):
             c.close()
 
 
+def test_unauthenticated_slow_bodies_do_not_lock_out(make_daemon):
+    d = make_daemon("--max-connections", "32", "--token", "s3cret")
+    flood = []
+    try:
+        for _ in range(64):          # no token, headers in, a body that trickles
+            s = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+            s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 100000\r\n"
+                      b"Expect: 100-continue\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")
+            s.sendall(b"{")
+            flood.append(s)
+        status, body = served_by_a_newcomer(d)   # GET /v1/health needs no token
+        assert status == 200 and body["status"] == "ok", body
+    finally:
+        for s in flood:
+            s.close()
+
+
 def test_default_table_survives_4096_idle_sockets(daemon):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 4096 + 400 + 256
