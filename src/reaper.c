@@ -293,6 +293,11 @@ int reap_start(uv_loop_t *loop, const struct reap_hooks *hooks)
     uv_unref((uv_handle_t *)&R.sig);
     uv_unref((uv_handle_t *)&R.timer);
     R.started = true;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)gettid());
+    if (access(path, R_OK) < 0)
+        log_warn("reaper: %s: %s; stray children of the daemon cannot be found "
+                 "(kernel without CONFIG_PROC_CHILDREN?)", path, strerror(errno));
     return 0;
 }
 
