@@ -146,19 +146,24 @@ def test_first_request_timeout_closes(make_daemon):
 
 def test_max_connections_is_429(make_daemon):
     d = make_daemon("--max-connections", "2")
-    # requests in progress (headers complete, body still arriving) are never shed
+    assert d.json("PUT", "/v1/sandboxes/held")[0] == 201
+    # connections a handler holds (here: uploads whose body is still arriving) are never
+    # shed for a newcomer
     held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(2)]
-    for s in held:
-        s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 100\r\n"
-                  b"Expect: 100-continue\r\n\r\n")
-        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")   # headers are in
+    for i, s in enumerate(held):
+        s.sendall(b"PUT /v1/sandboxes/held/files/up%d HTTP/1.1\r\nContent-Length: 100\r\n"
+                  b"Expect: 100-continue\r\n\r\n" % i)
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")   # the handler has it
     out = d.raw(b"")
     assert out.startswith(b"HTTP/1.1 429")
     assert json.loads(out.split(b"\r\n\r\n", 1)[1])["code"] == "LIMIT_REACHED"
     for s in held:
         s.close()
-    time.sleep(0.1)
+    deadline = time.time() + 20       # until the daemon has seen the two closes
     status, _ = d.json("GET", "/v1/health")
+    while status != 200 and time.time() < deadline:
+        time.sleep(0.05)
+        status, _ = d.json("GET", "/v1/health")
     assert status == 200
 
 
