@@ -48,13 +48,16 @@ target_link_libraries(sandboxd-init PRIVATE jailenter)
 set_target_properties(sandboxd-init PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
 # Static so that it runs from /workspace inside a sandbox whatever libraries are bound.
-# (Not in sanitizer builds: ASan cannot link statically.)
-if(NOT SANITIZE)
-  add_executable(hostile-probe ${JAIL_ROOT}/tests/hostile/probe.c)
-  target_compile_options(hostile-probe PRIVATE ${SBX_WARNINGS})
-  target_link_options(hostile-probe PRIVATE -static)
-  set_target_properties(hostile-probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+# (Built without the sanitizers in sanitizer builds: ASan cannot link statically, and
+# the probe is a test tool, not code under test.)
+add_executable(hostile-probe ${JAIL_ROOT}/tests/hostile/probe.c)
+target_compile_options(hostile-probe PRIVATE ${SBX_WARNINGS})
+if(SANITIZE)
+  target_compile_options(hostile-probe PRIVATE -fno-sanitize=all)
+  target_link_options(hostile-probe PRIVATE -fno-sanitize=all)
 endif()
+target_link_options(hostile-probe PRIVATE -static)
+set_target_properties(hostile-probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
 add_executable(jail-smoke ${JAIL_ROOT}/tests/unit/jail_smoke.c)
 target_compile_options(jail-smoke PRIVATE ${SBX_WARNINGS})

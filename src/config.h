@@ -26,6 +26,7 @@ struct config {
     uint64_t max_header_bytes;
     uint64_t max_body_bytes;
     uint64_t header_timeout_ms;
+    uint64_t first_request_timeout_ms;
     uint64_t idle_timeout_ms;
     uint64_t max_connections;
     uint64_t stream_buffer_bytes;

@@ -19,6 +19,26 @@
  * Memory: an idle connection holds its struct (a few hundred bytes) and nothing else:
  * the read buffer is one loop-wide array, used only inside read_cb.
  *
+ * Connection table and shedding (so that a flood of idle connections from one client
+ * cannot lock the others out): max_connections counts the connections that hold a
+ * descriptor, except those whose handles are already closing. Each connection that no
+ * handler holds sits on one of six lists, oldest first, in the order they are shed:
+ * FRESH (no request begun since accept), HEAD (a request begun, its headers not complete
+ * yet), IDLE (keep-alive between requests, by the time it went idle), DRAIN (answered
+ * early, the rest of its body being dropped), LINGER (closing, still flushing its last
+ * response to a client that does not read it) and BODY (headers complete, a buffered
+ * body still arriving). The order puts first what costs a real client least (nothing
+ * sent yet; a keep-alive it can reopen) and last what it would have to redo (an upload);
+ * everything but IDLE is bounded by header_timeout_ms anyway. When a new connection
+ * finds the table full, the head of the first non-empty list is closed at once (no
+ * graceful shutdown: a lingering one gives up its unsent bytes) to make room; only when
+ * every open connection is held by a handler (dispatched: being handled, streaming its
+ * response or receiving a streamed body) is the new one answered 429. A FRESH
+ * connection also has a deadline from accept (first_request_timeout_ms) instead of the
+ * keep-alive idle timeout, so never sending a byte buys no more than that. The lists are
+ * intrusive, so every transition and every choice is O(1). Running out of descriptors
+ * sheds one connection the same way, so that the listener recovers.
+ *
  * Handles are freed only from their close callbacks (libuv's rule); a conn with a
  * request still owned by a handler is freed when that request completes.
  */
@@ -41,6 +61,22 @@
 #define HEADER_NAME_CAP 64      /* longer header names are never ones we read */
 #define DISCARD_CAP (8u << 20)  /* body bytes read and dropped after an early response */
 
+/* The shedding lists, in the order victims are taken from them (see the top). */
+enum shed_tier {
+    SHED_FRESH,     /* accepted, no request begun yet */
+    SHED_HEAD,      /* a request begun, headers incomplete */
+    SHED_IDLE,      /* keep-alive, between requests */
+    SHED_DRAIN,     /* answered early; the rest of its body is read and dropped */
+    SHED_LINGER,    /* closing, its last response still being flushed */
+    SHED_BODY,      /* headers complete, a buffered body still arriving (not dispatched) */
+    SHED_TIERS,
+    SHED_NONE = SHED_TIERS,   /* a request in progress, or closed: never shed */
+};
+
+struct shed_list {
+    struct http_conn *head, *tail;
+};
+
 /* Why llhttp_execute returned HPE_PAUSED. */
 enum pause_why {
     PAUSE_NONE,
@@ -58,7 +94,11 @@ struct http_server {
     http_body_hook_fn body_hook;
     void *dispatch_arg;
     llhttp_settings_t settings;
-    uint64_t nconns;
+    uint64_t nconns;            /* allocated connections, closing ones included */
+    uint64_t nlive;             /* open and not closing */
+    uint64_t nlinger;           /* closing, flushing a last response (SHED_LINGER) */
+    uint64_t nshed;             /* closed to make room for a new connection */
+    struct shed_list shed[SHED_TIERS];
     struct http_conn *conns;    /* doubly linked list of open connections */
     bool stopping;
     bool listener_closed;
@@ -73,6 +113,9 @@ struct http_conn {
     llhttp_t parser;
     http_server *srv;
     struct http_conn *prev, *next;
+    enum shed_tier tier;        /* the shedding list it is on, or SHED_NONE */
+    struct http_conn *sprev, *snext;
+    bool first_deadline;        /* the timer is the accept-time deadline (first request) */
     http_req *req;              /* request being received or handled */
     buf pending;                /* received, not yet parsed */
     uint64_t header_bytes;      /* of the request being received */
@@ -110,6 +153,63 @@ static void conn_free(http_conn *c);
 static void process_input(http_conn *c);
 
 static void arm_timer(http_conn *c, uint64_t ms);
+static void conn_close_how(http_conn *c, bool graceful);
+static void conn_close_handles(http_conn *c);
+
+/* ---- the connection table ---- */
+
+/* Move c to the tail of list t (or off every list for SHED_NONE). */
+static void shed_set(http_conn *c, enum shed_tier t)
+{
+    http_server *s = c->srv;
+    if (c->tier != SHED_NONE) {
+        struct shed_list *l = &s->shed[c->tier];
+        if (c->sprev)
+            c->sprev->snext = c->snext;
+        else
+            l->head = c->snext;
+        if (c->snext)
+            c->snext->sprev = c->sprev;
+        else
+            l->tail = c->sprev;
+        c->sprev = c->snext = NULL;
+    }
+    c->tier = t;
+    if (t == SHED_NONE)
+        return;
+    struct shed_list *l = &s->shed[t];
+    c->sprev = l->tail;
+    if (l->tail)
+        l->tail->snext = c;
+    else
+        l->head = c;
+    l->tail = c;
+}
+
+/* Close the connection that has waited longest without a request in progress: 1 when
+ * one was closed, 0 when every connection has a request in progress. */
+static int shed_one(http_server *s)
+{
+    static const char *const why[SHED_TIERS] = { "never sent a request",
+                                                  "had not finished its request's headers",
+                                                  "was idle",
+                                                  "was draining an answered request's body",
+                                                  "was closing, its client not reading",
+                                                  "was still sending a request's body" };
+    for (int t = 0; t < SHED_TIERS; t++) {
+        http_conn *v = s->shed[t].head;
+        if (!v)
+            continue;
+        s->nshed++;
+        log_debug("connection table full: closing the oldest connection that %s", why[t]);
+        if (t == SHED_LINGER)
+            conn_close_handles(v);   /* already closing: drop what it still had to send */
+        else
+            conn_close_how(v, false);
+        return 1;
+    }
+    return 0;
+}
 
 static uint64_t now_ns(void)
 {
@@ -243,6 +343,7 @@ static void req_finish(http_req *r)
              (double)dur / 1e6, r->aborted ? " (client gone)" : "");
     c->req = NULL;
     c->busy = false;
+    c->first_deadline = false;
     bool body_open = r->body_streaming && !r->body_complete;
     bool keep = r->keep_alive && !r->aborted && !c->reject && !body_open;
     req_free(r);
@@ -256,6 +357,7 @@ static void req_finish(http_req *r)
         /* answered before its body was in: read the rest so the client sees the answer */
         c->discarding = true;
         c->discard_left = DISCARD_CAP;
+        shed_set(c, SHED_DRAIN);
         arm_timer(c, c->srv->lim.header_timeout_ms);
         if (!c->in_process)
             process_input(c);
@@ -265,6 +367,7 @@ static void req_finish(http_req *r)
         conn_close(c);
         return;
     }
+    shed_set(c, SHED_IDLE);
     arm_timer(c, c->srv->lim.idle_timeout_ms);
     if (!c->in_process)
         process_input(c);
@@ -457,7 +560,14 @@ static int on_message_begin(llhttp_t *p)
     c->hname_len = 0;
     c->expect_continue = false;
     buf_reset(&c->hvalue);
-    arm_timer(c, c->srv->lim.header_timeout_ms);
+    /* The first request keeps the deadline set at accept, unless header_timeout_ms
+     * (counted from now) ends sooner. */
+    bool first = c->tier == SHED_FRESH;
+    shed_set(c, SHED_HEAD);
+    if (!first || uv_timer_get_due_in(&c->timer) > c->srv->lim.header_timeout_ms) {
+        c->first_deadline = false;
+        arm_timer(c, c->srv->lim.header_timeout_ms);
+    }
     return 0;
 }
 
@@ -538,6 +648,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     http_conn *c = p->data;
     http_req *r = c->req;
+    shed_set(c, SHED_BODY);   /* until dispatched: see dispatch() */
     r->method = llhttp_get_method(p);
     r->method_name = llhttp_method_name((llhttp_method_t)r->method);
     if (!r->target) {
@@ -557,6 +668,7 @@ static int on_headers_complete(llhttp_t *p)
     r->has_content_length = (p->flags & F_CONTENT_LENGTH) != 0;
     r->content_length = r->has_content_length ? p->content_length : 0;
     if (c->srv->body_hook && c->srv->body_hook(r, c->srv->dispatch_arg)) {
+        shed_set(c, SHED_NONE);   /* dispatched at once */
         r->body_streaming = true;
         r->keep_alive = llhttp_should_keep_alive(p);
         c->continue_owed = c->expect_continue;
@@ -618,6 +730,7 @@ static int on_message_complete(llhttp_t *p)
 
 static void dispatch(http_conn *c)
 {
+    shed_set(c, SHED_NONE);   /* the handler has it now: never shed */
     c->busy = true;
     uv_timer_stop(&c->timer);
     if (c->read_eof)
@@ -830,15 +943,25 @@ static void close_cb(uv_handle_t *h)
         conn_free(c);
 }
 
+/* Close both handles now (a no-op when they are closing already); off the linger list. */
+static void conn_close_handles(http_conn *c)
+{
+    if (c->tier == SHED_LINGER) {
+        shed_set(c, SHED_NONE);
+        c->srv->nlinger--;
+    }
+    if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->tcp, close_cb);
+        uv_close((uv_handle_t *)&c->timer, close_cb);
+    }
+}
+
 static void shutdown_cb(uv_shutdown_t *sr, int status)
 {
     http_conn *c = sr->data;
     (void)status;
     free(sr);
-    if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
-        uv_close((uv_handle_t *)&c->tcp, close_cb);
-        uv_close((uv_handle_t *)&c->timer, close_cb);
-    }
+    conn_close_handles(c);
 }
 
 static void timer_cb(uv_timer_t *t)
@@ -846,8 +969,7 @@ static void timer_cb(uv_timer_t *t)
     http_conn *c = t->data;
     if (c->closing) {
         /* the peer did not take the last response in time: drop it */
-        uv_close((uv_handle_t *)&c->tcp, close_cb);
-        uv_close((uv_handle_t *)&c->timer, close_cb);
+        conn_close_handles(c);
         return;
     }
     if (c->busy) {
@@ -858,7 +980,11 @@ static void timer_cb(uv_timer_t *t)
         }
         return;
     }
-    if (c->req)
+    if (c->req && c->first_deadline)
+        conn_fail(c, 408, "REQUEST_TIMEOUT",
+                  "the first request was not complete within %llu ms of connecting",
+                  (unsigned long long)c->srv->lim.first_request_timeout_ms);
+    else if (c->req)
         conn_fail(c, 408, "REQUEST_TIMEOUT", "the request was not complete within %llu ms",
                   (unsigned long long)c->srv->lim.header_timeout_ms);
     else
@@ -874,10 +1000,19 @@ static void arm_timer(http_conn *c, uint64_t ms)
  * (bounded by the header timeout), then close both handles. */
 static void conn_close(http_conn *c)
 {
+    conn_close_how(c, true);
+}
+
+/* graceful: as conn_close; otherwise the handles are closed at once (queued writes are
+ * dropped), so that the descriptor is free before the loop's next turn. */
+static void conn_close_how(http_conn *c, bool graceful)
+{
     if (c->closing)
         return;
     c->closing = true;
     http_server *s = c->srv;
+    shed_set(c, SHED_NONE);
+    s->nlive--;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -895,28 +1030,37 @@ static void conn_close(http_conn *c)
         req_free(c->req);
         c->req = NULL;
     }
-    uv_shutdown_t *sr = malloc(sizeof *sr);
+    uv_shutdown_t *sr = graceful ? malloc(sizeof *sr) : NULL;
     if (sr) {
         sr->data = c;
         if (uv_shutdown(sr, (uv_stream_t *)&c->tcp, shutdown_cb) == 0) {
+            /* it still counts against max_connections until it is closed */
+            shed_set(c, SHED_LINGER);
+            s->nlinger++;
             arm_timer(c, s->lim.header_timeout_ms);
             return;
         }
         free(sr);
     }
-    uv_close((uv_handle_t *)&c->tcp, close_cb);
-    uv_close((uv_handle_t *)&c->timer, close_cb);
+    conn_close_handles(c);
 }
 
 static void on_connection(uv_stream_t *server, int status)
 {
     http_server *s = server->data;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        /* libuv dropped the waiting connection; free a descriptor for the next one */
+        if (shed_one(s))
+            log_warn("out of file descriptors: closed the connection idle the longest");
+        return;
+    }
     if (status < 0)
         return;
     http_conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
     c->srv = s;
+    c->tier = SHED_NONE;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->tcp.data = c;
@@ -938,13 +1082,17 @@ static void on_connection(uv_stream_t *server, int status)
     if (s->conns)
         s->conns->prev = c;
     s->conns = c;
+    s->nlive++;
     metrics_connection(+1);
-    if (s->nconns > s->lim.max_connections) {
-        conn_fail(c, 429, "LIMIT_REACHED", "the server has %llu connections open, its limit",
-                  (unsigned long long)s->lim.max_connections);
+    if (s->nlive + s->nlinger > s->lim.max_connections && !shed_one(s)) {
+        conn_fail(c, 429, "LIMIT_REACHED",
+                  "the server has %llu connections open, its limit, each with a request in "
+                  "progress", (unsigned long long)s->lim.max_connections);
         return;
     }
-    arm_timer(c, s->lim.idle_timeout_ms);
+    shed_set(c, SHED_FRESH);
+    c->first_deadline = true;
+    arm_timer(c, s->lim.first_request_timeout_ms);
     update_reading(c);
 }
 
@@ -967,6 +1115,8 @@ int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int 
         return -ENOMEM;
     s->loop = loop;
     s->lim = *lim;
+    if (!s->lim.first_request_timeout_ms)
+        s->lim.first_request_timeout_ms = s->lim.header_timeout_ms;
     s->dispatch = fn;
     s->dispatch_arg = arg;
     llhttp_settings_init(&s->settings);
@@ -1008,6 +1158,11 @@ int http_server_port(const http_server *s)
 uint64_t http_open_connections(const http_server *s)
 {
     return s->nconns;
+}
+
+uint64_t http_connections_shed(const http_server *s)
+{
+    return s->nshed;
 }
 
 static void server_maybe_done(http_server *s)

@@ -19,8 +19,19 @@
  * Guarantees to clients: a request line plus headers over max_header_bytes gets 431, a
  * body over max_body_bytes gets 413 (before it is read when Content-Length says so),
  * malformed HTTP gets 400, a request not finished within header_timeout_ms gets 408, and
- * each of these then closes the connection. Idle keep-alive connections close after
- * idle_timeout_ms. Past max_connections a new connection gets 429 and is closed.
+ * each of these then closes the connection. A new connection must deliver its first
+ * request within first_request_timeout_ms of being accepted (408 if it began one, else
+ * it is just closed); idle keep-alive connections close after idle_timeout_ms.
+ *
+ * Fairness under a flood: max_connections counts open connections, but a full table
+ * does not lock newcomers out. A new connection closes, to make room, the one that has
+ * waited longest among those no handler holds, taken in this order: never sent a request
+ * (oldest first), request headers incomplete (oldest request first), idle keep-alive
+ * (idle longest first), draining the body of a request answered early, closing while
+ * its client does not read the last response, and a buffered body still arriving. A
+ * connection whose request was dispatched (being handled, its response streaming, or
+ * its streamed body arriving) is never closed for room; only when every one is so is
+ * the newcomer answered 429 and closed.
  *
  * Guarantees to handlers: a dispatched http_req stays valid until the handler completes
  * it (http_respond*, or http_stream_end) — even when the client goes away, in which case
@@ -45,6 +56,7 @@ struct http_limits {
     uint64_t idle_timeout_ms;
     uint64_t max_connections;
     uint64_t stream_buffer_bytes;   /* queued bytes at which a stream asks to pause */
+    uint64_t first_request_timeout_ms;  /* accept to a complete first request; 0: header's */
 };
 
 typedef struct http_server http_server;
@@ -108,6 +120,7 @@ void http_server_stop(http_server *s, void (*done)(void *arg), void *arg);
 void http_server_set_body_hook(http_server *s, http_body_hook_fn fn);
 int http_server_port(const http_server *s);    /* the bound port (useful with port 0) */
 uint64_t http_open_connections(const http_server *s);
+uint64_t http_connections_shed(const http_server *s);   /* closed to make room, so far */
 
 /* Whole responses. Each completes the request. body is copied. */
 void http_respond(http_req *req, int status, const char *content_type,

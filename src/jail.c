@@ -1016,7 +1016,52 @@ int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, voi
     if (fd < 0)
         return -errno;
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    return jail__adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+    int rc = jail__adopt_pidfd(j, ns_pid, fd, cb, arg, out);
+    if (!rc)
+        (*out)->host_pid = host_pid;
+    return rc;
+}
+
+/* The host pid a pidfd refers to ("Pid:" in its fdinfo), or -errno. */
+static pid_t pidfd_host_pid(int pidfd)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    text[n] = '\0';
+    const char *at = strstr(text, "\nPid:");
+    long v = at ? strtol(at + 5, NULL, 10) : 0;
+    return v > 0 ? (pid_t)v : -ESRCH;   /* -1: the process is gone (reaped) */
+}
+
+int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
+{
+    int rc = 0;
+    for (jail *j = G.jails; j; j = j->next) {
+        /* the inner init: our child if its outer half died first (jail_finish reaps it) */
+        if (j->inner_pidfd >= 0 && j->inner > 0)
+            fn(j->inner, arg);
+        for (jail_proc *p = j->procs; p; p = p->next) {
+            if (!p->adopted)
+                continue;
+            if (p->host_pid <= 0) {
+                pid_t hp = pidfd_host_pid(p->pidfd);
+                if (hp > 0)
+                    p->host_pid = hp;
+                else if (hp != -ESRCH)
+                    rc = hp;   /* cannot tell: the caller must not treat it as a stranger */
+            }
+            if (p->host_pid > 0)
+                fn(p->host_pid, arg);
+        }
+    }
+    return rc;
 }
 
 /* ---- global ------------------------------------------------------------------------- */

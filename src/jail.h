@@ -197,4 +197,10 @@ int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb o
 int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
                      jail_proc **out);
 
+/* Calls fn with the host pid of every process jail.c may reap itself (adopted processes,
+ * each sandbox's inner init), for the daemon's reaper of stray children (reaper.h). 0, or
+ * -errno when the pid of some adopted process could not be told (then none may be
+ * treated as a stray). */
+int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg);
+
 #endif

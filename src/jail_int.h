@@ -30,6 +30,7 @@ struct jail_proc {
     jail *j;
     pid_t pid;                 /* inside the sandbox */
     bool adopted;
+    pid_t host_pid;            /* adopted only: 0 until known (jail_for_each_owned) */
     int pidfd;                 /* adopted only */
     uv_poll_t poll;            /* adopted only: pidfd readable = exited */
     uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */

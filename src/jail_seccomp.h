@@ -10,6 +10,7 @@
 #define SANDBOXD_JAIL_SECCOMP_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define JAIL_SC_MAX_INSNS 1024
@@ -37,11 +38,27 @@ struct jail_sc_rule {
     unsigned arg;             /* argument index for the SC_ARG_* kinds */
     unsigned long long mask, value;
     const char *reason;       /* the attack this row stops */
+    /* Optional second condition on another argument, for the SC_ARG_MASKED, SC_ARG_GT
+     * and SC_ARG_EQ kinds: the row matches only when also the low 32 bits of argument
+     * and_arg equal and_value (e.g. "protocol ... and family == AF_INET"). */
+    bool and_cond;
+    unsigned and_arg;
+    unsigned long long and_value;
 };
 #define JAIL_SC_KILL (-1)
 
 extern const struct jail_sc_rule jail_sc_rules[];
 extern const size_t jail_sc_nrules;
+
+/* What the filter deliberately leaves allowed although it may look surprising in a
+ * sandbox, each with the reason it is needed (documentation as data: the unit test
+ * checks every entry names a known syscall that no row denies outright). */
+struct jail_sc_allowance {
+    const char *syscall;
+    const char *reason;
+};
+extern const struct jail_sc_allowance jail_sc_allowances[];
+extern const size_t jail_sc_nallowances;
 
 /* Build the filter from the table. 0 or -errno (-EINVAL names a bad row). */
 int jail_seccomp_compile(struct jail_sc_prog *out);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -19,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "context.h"
+#include "reaper.h"
 #include "sandbox.h"
 #include "zygote_client.h"
 
@@ -32,6 +34,7 @@ static void sandboxes_gone(void *arg)
     (void)arg;
     zyg_stop();
     jail_global_shutdown();
+    reap_stop();
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
 }
@@ -92,6 +95,44 @@ static uint64_t gauge_zygote(void)
     return zyg_available() ? 1 : 0;
 }
 
+static uint64_t gauge_strays(void)
+{
+    return reap_strays_total();
+}
+
+/* A context the zygote is creating is our child before a sandbox adopts it. */
+static bool children_settling(void)
+{
+    return zyg_forks_in_flight() > 0;
+}
+
+static uint64_t gauge_shed(void)
+{
+    return app.server ? http_connections_shed(app.server) : 0;
+}
+
+/* One descriptor per client connection, plus a few per sandbox and context: raise the
+ * soft RLIMIT_NOFILE (within the hard one) so that --max-connections can be reached with
+ * FD_HEADROOM to spare; short of descriptors, newcomers would be dropped before the
+ * connection table could shed an idle connection for them. Only as far as needed: the
+ * limit is inherited by sandboxes, and some programs close every possible descriptor. */
+#define FD_HEADROOM 4096
+static void raise_fd_limit(uint64_t max_connections)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t want = (rlim_t)max_connections + FD_HEADROOM;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < want)
+            log_warn("RLIMIT_NOFILE allows %llu descriptors: fewer than --max-connections %llu "
+                     "plus %d; raise the hard limit", (unsigned long long)rl.rlim_cur,
+                     (unsigned long long)max_connections, FD_HEADROOM);
+    }
+}
+
 /* Directory of this executable: the helper binaries are built next to it. */
 static int exe_dir(char *out, size_t n)
 {
@@ -117,6 +158,7 @@ int main(int argc, char **argv)
         return 0;
     log_set_level(cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit(cfg.max_connections);
 
     int rc = make_dirs(cfg.state_dir);
     if (rc) {
@@ -152,7 +194,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);
         return 1;
     }
+    /* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
+    const struct reap_hooks rh = { .known = jail_for_each_owned, .settling = children_settling };
+    if ((rc = reap_start(loop, &rh)))
+        log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
     sbx_init(&cfg);
+    metrics_gauge("sandboxd_http_connections_shed_total",
+                  "Idle client connections closed to make room for new ones (a full table).",
+                  gauge_shed);
+    metrics_gauge("sandboxd_stray_children_reaped_total",
+                  "Children of the daemon that no sandbox owned, reaped by it.", gauge_strays);
     metrics_gauge("sandboxd_sandboxes", "Sandboxes alive.", gauge_sandboxes);
     metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
     metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
@@ -186,6 +237,7 @@ int main(int argc, char **argv)
         .idle_timeout_ms = cfg.idle_timeout_ms,
         .max_connections = cfg.max_connections,
         .stream_buffer_bytes = cfg.stream_buffer_bytes,
+        .first_request_timeout_ms = cfg.first_request_timeout_ms,
     };
     rc = http_server_start(&app.server, loop, cfg.host, cfg.port, &lim, api_dispatch, &app,
                            err, sizeof err);

@@ -574,6 +574,11 @@ bool zyg_available(void)
     return Z.state == Z_READY;
 }
 
+unsigned zyg_forks_in_flight(void)
+{
+    return Z.npending;
+}
+
 pid_t zyg_pid(void)
 {
     return Z.proc_open && !Z.proc_exited ? Z.pid : 0;

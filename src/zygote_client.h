@@ -58,6 +58,10 @@ const char *zyg_version(void);
 /* True while a zygote is ready to take requests. */
 bool zyg_available(void);
 
+/* Fork requests sent and not answered yet: their contexts may already exist as the
+ * daemon's children, not adopted by any sandbox yet (for the reaper, reaper.h). */
+unsigned zyg_forks_in_flight(void);
+
 /* Host pid of the current zygote process, or 0 (for tests and /v1/health). */
 pid_t zyg_pid(void);
 

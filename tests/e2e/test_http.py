@@ -129,24 +129,47 @@ def test_header_timeout_is_408(make_daemon):
 
 def test_idle_timeout_closes(make_daemon):
     d = make_daemon("--idle-timeout-ms", "200")
-    s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+    c = d.conn(timeout=5)
+    assert d.request("GET", "/v1/health", conn=c)[0] == 200
     t = time.time()
-    assert s.recv(10) == b""          # closed by the server, nothing sent
+    assert c.sock.recv(10) == b""     # the idle keep-alive is closed by the server
     assert 0.1 < time.time() - t < 3
+    c.close()
+
+
+def test_first_request_timeout_closes(make_daemon):
+    d = make_daemon("--first-request-timeout-ms", "200")
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=8)   # the default is 10 s
+    assert s.recv(10) == b""          # never sent a byte: closed, nothing sent
     s.close()
 
 
 def test_max_connections_is_429(make_daemon):
     d = make_daemon("--max-connections", "2")
-    held = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(2)]
-    time.sleep(0.1)
+    assert d.json("PUT", "/v1/sandboxes/held")[0] == 201
+    # connections a handler holds (here: uploads whose body is still arriving) are never
+    # shed for a newcomer
+    held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(2)]
+    for i, s in enumerate(held):
+        s.sendall(b"PUT /v1/sandboxes/held/files/up%d HTTP/1.1\r\nContent-Length: 100\r\n"
+                  b"Expect: 100-continue\r\n\r\n" % i)
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")   # the handler has it
     out = d.raw(b"")
     assert out.startswith(b"HTTP/1.1 429")
     assert json.loads(out.split(b"\r\n\r\n", 1)[1])["code"] == "LIMIT_REACHED"
     for s in held:
         s.close()
-    time.sleep(0.1)
-    status, _ = d.json("GET", "/v1/health")
+    deadline = time.time() + 20       # until the daemon has seen the two closes
+
+    def health():
+        try:
+            return d.json("GET", "/v1/health")[0]
+        except ConnectionResetError:  # a 429 closes with the unread request: a reset
+            return None
+    status = health()
+    while status != 200 and time.time() < deadline:
+        time.sleep(0.05)
+        status = health()
     assert status == 200
 
 

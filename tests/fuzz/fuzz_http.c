@@ -33,7 +33,7 @@ static void start(void)
     signal(SIGPIPE, SIG_IGN);
     log_set_level(LOG_ERROR);
     loop = uv_default_loop();
-    struct http_limits lim = { 4096, 65536, 1000, 1000, 64, 65536 };
+    struct http_limits lim = { 4096, 65536, 1000, 1000, 64, 65536, 1000 };
     http_server *s;
     char err[256];
     if (http_server_start(&s, loop, "127.0.0.1", 0, &lim, echo, NULL, err, sizeof err))

@@ -4,7 +4,11 @@
  *   "<name>: errno <NAME> (<n>)"   the attempt failed with that errno
  *   "<name>: killed by signal <n>" the attempt (made in a child) was killed (seccomp kill)
  *   "<name>: ALLOWED ..."          the attack worked: always a test failure
- * Exit status: 0 when the attack was stopped, 1 when ALLOWED, 2 for usage errors.
+ * and, for the "works" probes (something the policy must keep allowing):
+ *   "<name>: works"                it did
+ *   "<name>: FAILED errno <NAME> (<n>)"
+ * Exit status: 0 when the attack was stopped (or the allowed thing worked), 1 when
+ * ALLOWED (or FAILED), 2 for usage errors.
  * Built static (-static) so it runs from /workspace whatever libraries are visible.
  * `probe list` prints the names.
  */
@@ -14,6 +18,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +55,8 @@ static const char *errname(int e)
     case EAGAIN: return "EAGAIN";
     case ENXIO: return "ENXIO";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
     default: return "E?";
     }
 }
@@ -258,6 +266,142 @@ static int p_vsock(void) { return socket_probe(40 /* AF_VSOCK */, SOCK_STREAM); 
 static int p_bluetooth(void) { return socket_probe(31 /* AF_BLUETOOTH */, SOCK_RAW); }
 static int p_appletalk(void) { return socket_probe(5, SOCK_DGRAM); }
 
+/* socketpair() runs the family's socket creation code too: same rows as socket(). */
+static int socketpair_probe(int family, int type, int protocol)
+{
+    int sv[2];
+    long rc = socketpair(family, type | SOCK_CLOEXEC, protocol, sv);
+    return report(rc, errno);
+}
+
+static int p_sp_netlink(void) { return socketpair_probe(AF_NETLINK, SOCK_RAW, 0); }
+static int p_sp_packet(void) { return socketpair_probe(AF_PACKET, SOCK_DGRAM, 0); }
+static int p_sp_vsock(void) { return socketpair_probe(40 /* AF_VSOCK */, SOCK_STREAM, 0); }
+static int p_sp_alg(void) { return socketpair_probe(38 /* AF_ALG */, SOCK_SEQPACKET, 0); }
+static int p_sp_sctp(void) { return socketpair_probe(AF_INET, SOCK_STREAM, IPPROTO_SCTP); }
+
+static int proto_probe(int family, int type, int protocol)
+{
+    long rc = socket(family, type | SOCK_CLOEXEC, protocol);
+    return report(rc, errno);
+}
+
+/* Protocol numbers that autoload rarely used protocol modules, and raw sockets. */
+static int p_sctp(void) { return proto_probe(AF_INET, SOCK_STREAM, IPPROTO_SCTP); }
+static int p_sctp6(void) { return proto_probe(AF_INET6, SOCK_SEQPACKET, 0); }
+static int p_dccp(void) { return proto_probe(AF_INET, 6 /* SOCK_DCCP */, 0); }
+static int p_l2tp(void) { return proto_probe(AF_INET, SOCK_DGRAM, 115 /* IPPROTO_L2TP */); }
+static int p_raw(void) { return proto_probe(AF_INET, SOCK_RAW, IPPROTO_ICMP); }
+
+static int p_modify_ldt(void)
+{
+    char desc[16];
+    memset(desc, 0, sizeof desc);
+    long rc = syscall(SYS_modify_ldt, 1, desc, sizeof desc);
+    return report(rc, errno);
+}
+
+static int p_clone_parent(void)
+{
+    /* A child of our parent: for a Python context, the daemon. */
+    long rc = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+    if (rc == 0)
+        _exit(0);
+    return report(rc, errno);
+}
+
+static int p_clone3_plain(void)
+{
+    /* Even harmless flags: clone3's flags are in memory, so it is ENOSYS as a whole. */
+    struct { unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } a;
+    memset(&a, 0, sizeof a);
+    a.exit_signal = SIGCHLD;
+    long rc = syscall(SYS_clone3, &a, sizeof a);
+    if (rc == 0)
+        _exit(0);
+    if (rc > 0)
+        waitpid((pid_t)rc, NULL, 0);
+    return report(rc, errno);
+}
+
+static int p_pidfd_getfd(void)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+    long rc = syscall(SYS_pidfd_getfd, pidfd, 0, 0);
+    return report(rc, errno);
+}
+
+/* ---- what must keep working ---- */
+
+static int works(long rc, int err)
+{
+    if (rc < 0) {
+        printf("%s: FAILED errno %s (%d)\n", g_name, errname(err), err);
+        return 1;
+    }
+    printf("%s: works\n", g_name);
+    return 0;
+}
+
+static int p_ok_socketpair_unix(void)
+{
+    int sv[2];
+    long rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+    int e = errno;
+    if (rc == 0 && (write(sv[0], "x", 1) != 1 || read(sv[1], &(char){ 0 }, 1) != 1)) {
+        rc = -1;
+        e = EIO;
+    }
+    return works(rc, e);
+}
+
+static int p_ok_inet(void)
+{
+    long rc = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    int e = errno;
+    if (rc >= 0) {
+        rc = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+        e = errno;
+    }
+    return works(rc, e);
+}
+
+static void *thread_main(void *arg)
+{
+    return arg;
+}
+
+static int p_ok_threads(void)
+{
+    /* glibc's pthread_create tries clone3 first and falls back to clone on ENOSYS. */
+    static int tags[4];
+    pthread_t t[4];
+    int n = 0, e = 0;
+    for (; n < 4; n++) {
+        e = pthread_create(&t[n], NULL, thread_main, &tags[n]);
+        if (e)
+            break;
+    }
+    void *ret;
+    for (int i = 0; i < n; i++)
+        if (pthread_join(t[i], &ret) || ret != &tags[i])
+            e = EIO;
+    return works(e ? -1 : 0, e);
+}
+
+static int p_ok_fork(void)
+{
+    pid_t c = fork();
+    if (c == 0)
+        _exit(42);
+    int st = 0, e = errno;
+    if (c > 0 && (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 42)) {
+        c = -1;
+        e = ECHILD;
+    }
+    return works(c, e);
+}
+
 static int p_socket_high(void)
 {
     long rc = syscall(SYS_socket, 0x100000000UL | AF_NETLINK, SOCK_RAW, 0);
@@ -403,6 +547,14 @@ static const struct {
     { "personality-bit31", p_personality_bit31 }, { "kexec", p_kexec }, { "module", p_module },
     { "reboot", p_reboot }, { "chroot", p_chroot }, { "setuid", p_setuid },
     { "x32", p_x32 }, { "i386", p_i386 }, { "fork-bomb", p_fork_bomb },
+    { "socketpair-netlink", p_sp_netlink }, { "socketpair-packet", p_sp_packet },
+    { "socketpair-vsock", p_sp_vsock }, { "socketpair-alg", p_sp_alg },
+    { "socketpair-sctp", p_sp_sctp }, { "socket-sctp", p_sctp }, { "socket-sctp6", p_sctp6 },
+    { "socket-dccp", p_dccp }, { "socket-l2tp", p_l2tp }, { "socket-raw", p_raw },
+    { "modify-ldt", p_modify_ldt }, { "clone-parent", p_clone_parent },
+    { "clone3-plain", p_clone3_plain }, { "pidfd-getfd", p_pidfd_getfd },
+    { "ok-socketpair-unix", p_ok_socketpair_unix }, { "ok-inet", p_ok_inet },
+    { "ok-threads", p_ok_threads }, { "ok-fork", p_ok_fork },
 };
 
 int main(int argc, char **argv)

@@ -17,7 +17,7 @@ NR = {"ptrace": 101, "mount": 165, "umount2": 166, "pivot_root": 155, "bpf": 321
       "keyctl": 250, "add_key": 248, "io_uring_setup": 425, "unshare": 272, "setns": 308,
       "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246, "init_module": 175,
       "reboot": 169, "open_tree": 428, "fsopen": 430, "process_vm_readv": 310, "ioctl": 16,
-      "personality": 135, "socket": 41, "clone": 56}
+      "personality": 135, "socket": 41, "clone": 56, "socketpair": 53, "modify_ldt": 154}
 
 PROBE = r'''
 import ctypes, errno, json, sys
@@ -68,6 +68,11 @@ def syscall(box, name, *args):
     ("clone", (0x10000000 | 17, 0, 0, 0, 0), "EPERM"),   # clone(CLONE_NEWUSER|SIGCHLD)
     ("socket", (16, 3, 0), "EAFNOSUPPORT"),   # AF_NETLINK
     ("socket", (17, 3, 0), "EAFNOSUPPORT"),   # AF_PACKET
+    ("socketpair", (16, 3, 0, 0), "EAFNOSUPPORT"),   # AF_NETLINK: same rows as socket()
+    ("socketpair", (17, 2, 0, 0), "EAFNOSUPPORT"),   # AF_PACKET
+    ("socketpair", (40, 1, 0, 0), "EAFNOSUPPORT"),   # AF_VSOCK
+    ("socket", (2, 1, 132), "EPROTONOSUPPORT"),      # AF_INET + IPPROTO_SCTP
+    ("modify_ldt", (1, 0, 16), "EPERM"),
     ("ioctl", (0, 0x5412, 0), "EPERM"),        # TIOCSTI
     ("ioctl", (0, 0x100005412, 0), "EPERM"),   # TIOCSTI with high bits set
     ("ioctl", (0, 0x541C, 0), "EPERM"),        # TIOCLINUX

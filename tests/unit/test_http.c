@@ -127,6 +127,8 @@ static bool body_hook(const http_req *r, void *arg)
     return strncmp(r->path, "/up", 3) == 0;
 }
 
+#define BIG_BODY (16u << 20)   /* more than loopback's socket buffers can take */
+
 static void dispatch(http_req *r, void *arg)
 {
     (void)arg;
@@ -154,6 +156,10 @@ static void dispatch(http_req *r, void *arg)
         r->cb_arg = st;
         sse_begin(&st->s, r);
         sse_pump(r, st);
+    } else if (strcmp(r->path, "/big") == 0) {
+        static char big[BIG_BODY];
+        memset(big, 'b', sizeof big);
+        http_respond(r, 200, "text/plain", big, sizeof big, NULL);
     } else if (strcmp(r->path, "/slow") == 0) {
         slow_req = r;
         uv_timer_start(&slow_timer, slow_done, 50, 0);
@@ -235,11 +241,16 @@ static void run_with_client(void *(*fn)(void *))
     pthread_join(t, NULL);
 }
 
+static uint64_t lim_header_ms = 300, lim_first_ms = 1500;   /* set by each TEST_LIM */
+
 static int setup(void **state)
 {
     (void)state;
     uv_loop_init(&loop);
-    struct http_limits lim = { 1024, 4096, 300, 2000, 3, 16384 };
+    struct http_limits lim = { .max_header_bytes = 1024, .max_body_bytes = 4096,
+                               .header_timeout_ms = lim_header_ms, .idle_timeout_ms = 2000,
+                               .max_connections = 3, .stream_buffer_bytes = 16384,
+                               .first_request_timeout_ms = lim_first_ms };
     char err[256];
     assert_int_equal(http_server_start(&srv, &loop, "127.0.0.1", 0, &lim, dispatch, NULL, err,
                                        sizeof err), 0);
@@ -352,17 +363,184 @@ CLIENT(limits)
     DONE();
 }
 
+/* 1 when the server closed fd (EOF or reset) without sending anything. */
+static int closed_silently(int fd)
+{
+    char b[256];
+    snprintf(resp, sizeof resp, "(nothing: not closed)");
+    ssize_t r = read(fd, b, sizeof b);
+    if (r > 0) {
+        b[r < 255 ? r : 255] = '\0';
+        snprintf(resp, sizeof resp, "%s", b);
+    }
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+/* A whole request on fd, answered 200 on the same (kept-alive) connection. */
+static int served(int fd)
+{
+    const char *req = "POST /echo HTTP/1.1\r\nContent-Length: 2\r\n\r\nok";
+    send_all(fd, req, strlen(req));
+    size_t n = recv_until(fd, resp, sizeof resp, "\r\n\r\nok");
+    return n > 0 && strstr(resp, "200 OK") && strstr(resp, "keep-alive");
+}
+
 CLIENT(max_connections)
 {
     (void)arg;
-    int fds[4];
-    for (int i = 0; i < 3; i++)
-        fds[i] = connect_client();
-    fds[3] = connect_client();
-    recv_until(fds[3], resp, sizeof resp, NULL);
-    check(strstr(resp, "429") && strstr(resp, "LIMIT_REACHED"), "429 past max connections");
-    for (int i = 0; i < 4; i++)
+    /* table of 3: A never sends, B is idle after a request, C has half its headers */
+    int a = connect_client(), b = connect_client();
+    check(served(b), "B served");
+    int c = connect_client();
+    send_all(c, "GET /echo HTTP/1.1\r\n", 20);
+    /* D: the connection that never sent a request goes first, silently */
+    int d = connect_client();
+    check(closed_silently(a), "A (never sent a byte) shed for D");
+    check(served(d), "D served");
+    /* E: then the oldest request whose headers are not complete */
+    int e = connect_client();
+    check(closed_silently(c), "C (half-sent headers) shed for E");
+    send_all(e, "GET /echo HTTP/1.1\r\nHost", 24);
+    /* F: E is the only one without a complete request in progress */
+    int f = connect_client();
+    check(closed_silently(e), "E (half-sent headers) shed for F");
+    check(served(f), "F served");
+    /* G: now all three are idle keep-alives: the one idle longest (B) goes */
+    int g = connect_client();
+    check(closed_silently(b), "B (idle longest) shed for G");
+    check(served(g), "G served");
+    check(served(d) && served(f), "D and F untouched");
+    /* every connection with a request in progress (a body arriving): 429 for H */
+    const char *up = "PUT /up HTTP/1.1\r\nContent-Length: 1000\r\n\r\nabc";
+    send_all(d, up, strlen(up));
+    send_all(f, up, strlen(up));
+    send_all(g, up, strlen(up));
+    usleep(100000);
+    int h = connect_client();
+    recv_until(h, resp, sizeof resp, NULL);
+    check(strstr(resp, "429") && strstr(resp, "LIMIT_REACHED"), "429 when nothing can be shed");
+    int fds[] = { a, b, c, d, e, f, g, h };
+    for (unsigned i = 0; i < sizeof fds / sizeof fds[0]; i++)
         close(fds[i]);
+    DONE();
+}
+
+/* Read everything until the server closes; the number of bytes. */
+static size_t drain(int fd)
+{
+    static char sink[1 << 16];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, sink, sizeof sink);
+        if (r <= 0)
+            return n;
+        n += (size_t)r;
+    }
+}
+
+CLIENT(linger_shedding)
+{
+    (void)arg;
+    /* three clients take a large "Connection: close" response without reading it: their
+     * connections linger, closing, and still fill the table of 3 */
+    int l[3];
+    for (int i = 0; i < 3; i++) {
+        l[i] = connect_client_rcvbuf(4096);
+        const char *req = "GET /big HTTP/1.1\r\nConnection: close\r\n\r\n";
+        send_all(l[i], req, strlen(req));
+        char first;
+        check(read(l[i], &first, 1) == 1, "the response began (the connection is closing)");
+    }
+    /* a newcomer takes the oldest lingering one's place */
+    int n = connect_client();
+    check(served(n), "the newcomer is served");
+    size_t got0 = drain(l[0]) + 1;
+    size_t got1 = drain(l[1]) + 1;
+    snprintf(resp, sizeof resp, "first %zu bytes, second %zu bytes", got0, got1);
+    check(got0 < BIG_BODY, "the oldest lingering response was cut");
+    check(got1 > BIG_BODY, "the next one was not");
+    for (int i = 0; i < 3; i++)
+        close(l[i]);
+    close(n);
+    DONE();
+}
+
+/* A streamed-body request whose handler has taken it (100 Continue), body unfinished. */
+static int held_by_handler(int fd)
+{
+    const char *up = "PUT /up HTTP/1.1\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
+    send_all(fd, up, strlen(up));
+    recv_until(fd, resp, sizeof resp, "\r\n\r\n");
+    return strncmp(resp, "HTTP/1.1 100 Continue", 21) == 0 && write(fd, "abc", 3) == 3;
+}
+
+CLIENT(shed_order_late_tiers)
+{
+    (void)arg;
+    /* table of 3: X idle, D draining (answered 413 before its body), B sending a
+     * buffered body (not dispatched yet) */
+    int x = connect_client();
+    check(served(x), "X served");
+    int d = connect_client();
+    const char *rej = "PUT /upreject HTTP/1.1\r\nContent-Length: 99999\r\n\r\nsome";
+    send_all(d, rej, strlen(rej));
+    recv_until(d, resp, sizeof resp, "no thanks\"}");
+    check(strstr(resp, "413") != NULL, "D answered early");
+    int b = connect_client();
+    const char *part = "POST /echo HTTP/1.1\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n";
+    send_all(b, part, strlen(part));
+    recv_until(b, resp, sizeof resp, "\r\n\r\n");   /* its headers are in */
+    check(strncmp(resp, "HTTP/1.1 100 Continue", 21) == 0, "B's headers read");
+    send_all(b, "0123456789", 10);
+    /* newcomers that each end up held by a handler (a streamed body arriving; the
+     * 100 Continue says the handler has it) */
+    int n1 = connect_client();
+    check(closed_silently(x), "the idle one goes first");
+    check(held_by_handler(n1), "N1 held");
+    int n2 = connect_client();
+    check(closed_silently(d), "then the one draining an answered body");
+    check(held_by_handler(n2), "N2 held");
+    int n3 = connect_client();
+    check(closed_silently(b), "then the one still sending a buffered body");
+    check(held_by_handler(n3), "N3 held");
+    int n4 = connect_client();
+    recv_until(n4, resp, sizeof resp, NULL);
+    check(strstr(resp, "429") && strstr(resp, "LIMIT_REACHED"), "429 once all are handled");
+    int fds[] = { x, d, b, n1, n2, n3, n4 };
+    for (unsigned i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        close(fds[i]);
+    DONE();
+}
+
+CLIENT(first_request_deadline)
+{
+    (void)arg;
+    /* never sends: closed at first_request_timeout_ms (1500), no answer */
+    int a = connect_client();
+    struct timeval tv = { 10, 0 };
+    setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    check(closed_silently(a), "a silent connection is closed, without a response");
+    close(a);
+    /* a slow client (a byte every 100 ms) gets 408 at the header deadline (300 ms) */
+    int b = connect_client();
+    setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const char *req = "GET /echo HTTP/1.1\r\nHost: slow.example\r\nX-Slow: yes\r\n\r\n";
+    size_t sent = 0;
+    for (; sent < strlen(req); sent++) {
+        if (write(b, req + sent, 1) != 1)
+            break;
+        usleep(100000);
+        struct timeval zero = { 0, 1000 };
+        setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof zero);
+        ssize_t r = recv(b, resp, sizeof resp - 1, MSG_PEEK);
+        setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (r > 0)
+            break;
+    }
+    recv_until(b, resp, sizeof resp, NULL);
+    check(strstr(resp, "408") && strstr(resp, "REQUEST_TIMEOUT"), "408 for a slow client");
+    check(sent < strlen(req), "closed before the slow client was done");
+    close(b);
     DONE();
 }
 
@@ -501,23 +679,29 @@ CLIENT(stream_body_stall)
     DONE();
 }
 
-#define TEST(name)                                                                       \
+#define TEST_LIM(name, header_ms, first_ms)                                               \
     static void name(void **state)                                                       \
     {                                                                                    \
         (void)state;                                                                     \
         failures = 0;                                                                    \
         up_pauses = up_aborts = 0;                                                       \
+        lim_header_ms = header_ms;                                                       \
+        lim_first_ms = first_ms;                                                         \
         setup(NULL);                                                                     \
         run_with_client(name##_client);                                                  \
         teardown(NULL);                                                                  \
         if (failures)                                                                    \
             fail_msg("%s", failure_text);                                                \
     }
+#define TEST(name) TEST_LIM(name, 300, 1500)
 
 TEST(keepalive_pipelining)
 TEST(chunked_and_continue)
 TEST(limits)
-TEST(max_connections)
+TEST_LIM(max_connections, 10000, 10000)   /* no deadline may end a connection meanwhile */
+TEST(first_request_deadline)
+TEST_LIM(linger_shedding, 20000, 10000)
+TEST_LIM(shed_order_late_tiers, 10000, 10000)
 TEST(sse_backpressure)
 TEST(sse_disconnect)
 TEST(stream_body)
@@ -535,6 +719,9 @@ int main(void)
         cmocka_unit_test(chunked_and_continue),
         cmocka_unit_test(limits),
         cmocka_unit_test(max_connections),
+        cmocka_unit_test(first_request_deadline),
+        cmocka_unit_test(linger_shedding),
+        cmocka_unit_test(shed_order_late_tiers),
         cmocka_unit_test(sse_backpressure),
         cmocka_unit_test(sse_disconnect),
         cmocka_unit_test(stream_body),
