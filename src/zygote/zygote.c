@@ -627,32 +627,6 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Read one int32 record from the report pipe before deadline. 1, 0 at EOF, -errno. */
-static int read_record(int fd, int32_t *v, long long deadline)
-{
-    size_t got = 0;
-    char *b = (char *)v;
-    while (got < sizeof *v) {
-        long long left = deadline - now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
-            continue;
-        ssize_t n = read(fd, b + got, sizeof *v - got);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        if (n == 0)
-            return 0;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    return 1;
-}
-
 /* ---- creating the context process ----------------------------------------------------
  *
  * The direct way (used whenever direct_init() succeeded): the zygote joins the sandbox's
@@ -749,135 +723,231 @@ static pid_t clone_into(int pidfd, int *child_pidfd)
     return pid < 0 ? -err : (pid_t)pid;
 }
 
-/* After a failed direct start: make sure the child (the daemon's child) is dead, so the
- * daemon can reap it when it gets the reply. */
-static void direct_kill(int child_pidfd)
+/* The context's pid inside the sandbox: the last field of the NSpid line in its pidfd's
+ * fdinfo (the innermost pid namespace). Readable for a zombie too (the context is the
+ * daemon's child, and the daemon reaps only what it was told about). > 0 or -errno. */
+static pid_t inside_pid(int child_pidfd)
 {
-    (void)syscall(SYS_pidfd_send_signal, child_pidfd, SIGKILL, NULL, 0);
-    struct pollfd p = { .fd = child_pidfd, .events = POLLIN };
-    (void)poll(&p, 1, 1000);
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", child_pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int e = errno;
+    close(fd);
+    if (n <= 0)
+        return n < 0 ? -e : -EIO;
+    buf[n] = '\0';
+    char *l = strstr(buf, "\nNSpid:");
+    if (!l)
+        return -ENOSYS;
+    l += strlen("\nNSpid:");
+    long last = -1;
+    for (;;) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        if (end == l)
+            break;
+        last = v;
+        l = end;
+    }
+    return last > 0 ? (pid_t)last : -ESRCH;
 }
 
-/* Fork one context for r and reply. The request's fds are closed here. */
-static void serve_request(struct zyg_req *r)
+/* Forget a request once the child has its copy: the receive buffer and the parsed request
+ * are zeroed, so no later child is forked with this tenant's cgroup paths, cwd or
+ * environment (class 1 of docs/security.md). The request is parsed in place (no other
+ * copy exists in this process: parse_request only points into msgbuf, and the Python
+ * objects a context needs are built in the child). */
+static void forget_request(struct zyg_req *r)
 {
-    char msg[256];
-    int rp[2], pidfd = -1, child_pidfd = -1;
-    /* A request with an anchor (non-root daemon) cannot be served the direct way: only
-     * the child, once in the sandbox's user namespace, may join its pid namespace. */
-    const bool direct_on = direct.on && !r->entry.anchor_pid;
-    if (pipe2(rp, O_CLOEXEC) < 0) {
-        snprintf(msg, sizeof msg, "zygote: pipe: %s", strerror(errno));
-        reply(r->id, -errno, 0, msg);
-        return;
-    }
-    if (direct_on) {
-        pidfd = (int)syscall(SYS_pidfd_open, r->entry.ns_pid, 0);
-        if (pidfd < 0) {
-            int e = errno;
-            close(rp[0]);
-            close(rp[1]);
-            close(r->channel_fd);
-            close(r->stdout_fd);
-            close(r->stderr_fd);
-            snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(e));
-            reply(r->id, -e, 0, msg);
-            return;
-        }
-    }
-    (void)call_noargs("gc", "freeze", msg, sizeof msg);
-    PyOS_BeforeFork();
-    pid_t pid;
-    if (direct_on) {
-        pid = clone_into(pidfd, &child_pidfd);
-        if (pid < 0) {
-            errno = -pid;
-            pid = -1;
-        }
-    } else {
-        pid = fork();
-    }
-    if (pid == 0) {
-        PyOS_AfterFork_Child();
-        close(rp[0]);
-        zyg_child_main(r, rp[1], pidfd, &seccomp_prog);
-    }
-    int fork_errno = errno;
-    PyOS_AfterFork_Parent();
-    if (pidfd >= 0)
-        close(pidfd);
-    close(rp[1]);
+    explicit_bzero(msgbuf, sizeof msgbuf);
+    explicit_bzero(r, sizeof *r);
+}
+
+static void close_request_fds(struct zyg_req *r)
+{
     close(r->channel_fd);
     close(r->stdout_fd);
     close(r->stderr_fd);
+}
+
+/* The direct way: clone the context into the sandbox's pid namespace and reply at once
+ * with its host pid and its pid inside. Nothing here waits for the child, which joins the
+ * sandbox's cgroups first thing and would make this loop run at that sandbox's CPU
+ * quota: whatever happens to it later (entering the sandbox failed, or it got ready)
+ * reaches the daemon on the context's own channel ({"type":"failed"} or "ready") and
+ * as its exit status, and the daemon bounds the wait with the context start timeout. */
+static void serve_direct(struct zyg_req *r)
+{
+    char msg[256];
+    int child_pidfd = -1;
+    uint32_t id = r->id;
+    int pidfd = (int)syscall(SYS_pidfd_open, r->entry.ns_pid, 0);
+    if (pidfd < 0) {
+        int e = errno;
+        close_request_fds(r);
+        forget_request(r);
+        snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(e));
+        reply(id, -e, 0, msg);
+        return;
+    }
+    (void)call_noargs("gc", "freeze", msg, sizeof msg);
+    PyOS_BeforeFork();
+    pid_t pid = clone_into(pidfd, &child_pidfd);
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+        zyg_child_main(r, -1, pidfd, &seccomp_prog);
+    }
+    PyOS_AfterFork_Parent();
+    close(pidfd);
+    close_request_fds(r);
+    forget_request(r);
+    if (pid < 0) {
+        snprintf(msg, sizeof msg, "zygote: clone: %s", strerror(-pid));
+        reply(id, pid, 0, msg);
+        return;
+    }
+    pid_t inside = inside_pid(child_pidfd);
+    if (inside < 0) {
+        /* Not seen in practice (the fdinfo of a pidfd always has NSpid). The child is
+         * killed, not waited for: b names it for the daemon to reap. */
+        (void)syscall(SYS_pidfd_send_signal, child_pidfd, SIGKILL, NULL, 0);
+        snprintf(msg, sizeof msg, "zygote: the context's pid in the sandbox: %s",
+                 strerror(-inside));
+        reply(id, inside, pid, msg);
+    } else {
+        reply(id, pid, inside, NULL);
+    }
+    close(child_pidfd);
+}
+
+/* ---- the double-fork way: replies that wait for the intermediate ---------------------
+ *
+ * Without the direct way (a daemon run by an ordinary user) the context's host pid is
+ * known only to the intermediate process of jail_enter(), which already runs in the
+ * sandbox's cgroups. Its report (and the context's pid inside) is awaited here, but
+ * never by blocking: each request waiting for its records has a slot with its own
+ * deadline, and serve_loop() polls the control socket and every slot's report pipe
+ * together. A sandbox starved of CPU so delays only its own contexts. A slot holds no
+ * tenant data: an id, a descriptor, pids. */
+#define MAX_WAITING 256
+
+struct waiting {
+    uint32_t id;
+    int rp;               /* read end of the report pipe (non-blocking) */
+    pid_t mid;            /* the intermediate (our child, reaped by reap_children) */
+    int32_t host, inside; /* records received so far (0 = not yet) */
+    long long deadline;
+};
+static struct waiting waiting[MAX_WAITING];
+static unsigned nwaiting;
+
+/* Reply for slot i with result (host pid or -errno) and free the slot. On failure the
+ * context (if it was created) is killed; b then names it for the daemon to reap. */
+static void waiting_done(unsigned i, int32_t result, const char *msg)
+{
+    struct waiting *w = &waiting[i];
+    int32_t b = w->inside;
+    if (result < 0) {
+        if (w->host > 0)
+            kill(w->host, SIGKILL);
+        if (w->mid > 0)
+            kill(w->mid, SIGKILL);   /* stuck in its sandbox: it is ours to reap */
+        b = w->host > 0 ? w->host : 0;
+    }
+    reply(w->id, result, b, msg);
+    close(w->rp);
+    waiting[i] = waiting[--nwaiting];
+}
+
+/* Read what slot i's report pipe holds. Up to two records, in either order: the
+ * intermediate's (host pid or -errno) and the context's (tagged: pid inside or -errno). */
+static void waiting_read(unsigned i)
+{
+    struct waiting *w = &waiting[i];
+    char msg[256];
+    for (;;) {
+        int32_t v;
+        ssize_t n = read(w->rp, &v, sizeof v);   /* records are written whole (< PIPE_BUF) */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n != (ssize_t)sizeof v) {
+            snprintf(msg, sizeof msg, "the context died while entering the sandbox (no report)");
+            waiting_done(i, -ECHILD, msg);
+            return;
+        }
+        if (ZYG_REPORT_IS_INSIDE(v) && v > 0) {
+            w->inside = v & 0x3fffffff;
+        } else if (ZYG_REPORT_IS_INSIDE(v)) {
+            int32_t e = -(-v - 0x40000000);
+            snprintf(msg, sizeof msg, "the context could not drop privileges in the sandbox: %s",
+                     strerror(-e));
+            waiting_done(i, e, msg);
+            return;
+        } else if (v > 0) {
+            w->host = v;
+        } else {
+            int32_t e = v ? v : -EIO;
+            snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(-e));
+            waiting_done(i, e, msg);
+            return;
+        }
+        if (w->host > 0 && w->inside > 0) {
+            waiting_done(i, w->host, NULL);
+            return;
+        }
+    }
+}
+
+static void serve_forked(struct zyg_req *r)
+{
+    char msg[256];
+    int rp[2];
+    uint32_t id = r->id;
+    if (nwaiting == MAX_WAITING || pipe2(rp, O_CLOEXEC) < 0) {
+        int e = nwaiting == MAX_WAITING ? EAGAIN : errno;
+        close_request_fds(r);
+        forget_request(r);
+        snprintf(msg, sizeof msg, "zygote: %s", nwaiting == MAX_WAITING
+                 ? "too many contexts are entering their sandboxes" : strerror(e));
+        reply(id, -e, 0, msg);
+        return;
+    }
+    (void)call_noargs("gc", "freeze", msg, sizeof msg);
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+        close(rp[0]);
+        zyg_child_main(r, rp[1], -1, &seccomp_prog);
+    }
+    int fork_errno = errno;
+    PyOS_AfterFork_Parent();
+    close(rp[1]);
+    close_request_fds(r);
+    forget_request(r);
     if (pid < 0) {
         close(rp[0]);
         snprintf(msg, sizeof msg, "zygote: fork: %s", strerror(fork_errno));
-        reply(r->id, -fork_errno, 0, msg);
+        reply(id, -fork_errno, 0, msg);
         return;
     }
-    /* Up to two records, in either order: the intermediate's (host pid or -errno) and
-     * the grandchild's (tagged: pid inside or -errno). */
-    long long deadline = now_ms() + REPORT_TIMEOUT_MS;
-    int32_t host = direct_on ? pid : 0, inside = 0, inside_err = 0, outer_err = 0;
-    int rc = 1;
-    while (rc == 1 && !outer_err && !inside_err && !(host > 0 && inside > 0)) {
-        int32_t v;
-        rc = read_record(rp[0], &v, deadline);
-        if (rc != 1)
-            break;
-        if (ZYG_REPORT_IS_INSIDE(v) && v > 0)
-            inside = v & 0x3fffffff;
-        else if (ZYG_REPORT_IS_INSIDE(v))
-            inside_err = -(-v - 0x40000000);
-        else if (v > 0)
-            host = v;
-        else
-            outer_err = v ? v : -EIO;
-    }
-    int32_t result;
-    if (host > 0 && inside > 0) {
-        result = host;
-        msg[0] = '\0';
-    } else if (outer_err) {
-        result = outer_err;
-        snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(-result));
-    } else if (inside_err) {
-        result = inside_err;
-        snprintf(msg, sizeof msg, "the context could not drop privileges in the sandbox: %s",
-                 strerror(-result));
-    } else {
-        result = rc == 0 ? -ECHILD : rc;
-        snprintf(msg, sizeof msg, "the context died while entering the sandbox (%s)",
-                 rc == 0 ? "no report" : strerror(-rc));
-        if (rc == -ETIMEDOUT && !direct_on) {
-            kill(pid, SIGKILL);
-            if (host > 0)
-                kill(host, SIGKILL);
-        }
-    }
-    close(rp[0]);
-    if (direct_on) {
-        /* The context is the daemon's child. On failure it is killed and waited for,
-         * and b carries its host pid for the daemon to reap. */
-        if (result < 0)
-            direct_kill(child_pidfd);
-        close(child_pidfd);
-        reply(r->id, result, result > 0 ? inside : pid, msg[0] ? msg : NULL);
-        return;
-    }
-    /* Reply first: the intermediate has _exit()ed right after its report (or was
-     * killed), but tearing down its copy of our address space takes milliseconds; it is
-     * reaped afterwards (reap_children), off the daemon's critical path. */
-    reply(r->id, result, result > 0 ? inside : 0, msg[0] ? msg : NULL);
     unreaped++;
+    (void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
+    waiting[nwaiting++] = (struct waiting){
+        .id = id, .rp = rp[0], .mid = pid, .deadline = now_ms() + REPORT_TIMEOUT_MS,
+    };
 }
 
-/* Reap exited intermediates; block only when block is set. */
-static void reap_children(bool block)
+/* Reap exited intermediates, never blocking. */
+static void reap_children(void)
 {
     while (unreaped > 0) {
-        pid_t p = waitpid(-1, NULL, block ? 0 : WNOHANG);
+        pid_t p = waitpid(-1, NULL, WNOHANG);
         if (p < 0 && errno == EINTR)
             continue;
         if (p <= 0) {
@@ -886,52 +956,100 @@ static void reap_children(bool block)
             return;
         }
         unreaped--;
+        for (unsigned i = 0; i < nwaiting; i++)
+            if (waiting[i].mid == p)
+                waiting[i].mid = 0;   /* gone: never signal its pid again */
     }
 }
 
+/* Take one request from the control socket, if one is waiting. 1 to go on, 0 when the
+ * daemon is gone, -1 on a socket error. */
+static int take_request(void)
+{
+    struct zyg_hdr h;
+    int fds[ZYG_MAX_FDS], nfds = 0;
+    int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, sizeof msgbuf - sizeof h, fds, &nfds, 1);
+    if (rc == -EAGAIN)
+        return 1;
+    if (rc == 0)
+        return 0;
+    if (rc == -EBADMSG) {
+        explicit_bzero(msgbuf, sizeof msgbuf);
+        if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
+            reply(h.id, -EBADMSG, 0, "zygote: malformed request");
+        return 1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
+        return -1;
+    }
+    static struct zyg_req req;
+    if (h.type != ZYG_FORK || nfds != 3) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        explicit_bzero(msgbuf, sizeof msgbuf);
+        if (h.type == ZYG_FORK)
+            reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
+        return 1;
+    }
+    req.id = h.id;
+    req.channel_fd = fds[0];
+    req.stdout_fd = fds[1];
+    req.stderr_fd = fds[2];
+    if (parse_request(&h, msgbuf, &req)) {
+        close_request_fds(&req);
+        forget_request(&req);
+        reply(h.id, -EINVAL, 0, "zygote: invalid fork request");
+        return 1;
+    }
+    /* A request with an anchor (non-root daemon) cannot be served the direct way: only
+     * the child, once in the sandbox's user namespace, may join its pid namespace. */
+    if (direct.on && !req.entry.anchor_pid)
+        serve_direct(&req);
+    else
+        serve_forked(&req);
+    return 1;
+}
+
+/* One loop, never blocked by a child: the control socket and the report pipes of the
+ * requests still waiting (double-fork way) are polled together; deadlines and exited
+ * intermediates are handled on each turn. */
 static int serve_loop(void)
 {
+    static struct pollfd p[1 + MAX_WAITING];
     for (;;) {
-        /* While intermediates are still exiting, wake up to reap them. */
-        while (unreaped) {
-            struct pollfd p = { .fd = ZYG_CTL_FD, .events = POLLIN };
-            reap_children(false);
-            if (!unreaped || poll(&p, 1, 20) > 0)
-                break;
+        long long now = now_ms(), timeout = -1;
+        p[0] = (struct pollfd){ .fd = ZYG_CTL_FD, .events = POLLIN };
+        for (unsigned i = 0; i < nwaiting; i++) {
+            p[1 + i] = (struct pollfd){ .fd = waiting[i].rp, .events = POLLIN };
+            long long left = waiting[i].deadline - now;
+            if (timeout < 0 || left < timeout)
+                timeout = left < 0 ? 0 : left;
         }
-        struct zyg_hdr h;
-        int fds[ZYG_MAX_FDS], nfds = 0;
-        int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, sizeof msgbuf - sizeof h, fds, &nfds, 0);
-        if (rc == 0)
-            return 0;   /* the daemon is gone */
-        if (rc == -EBADMSG) {
-            if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
-                reply(h.id, -EBADMSG, 0, "zygote: malformed request");
-            continue;
-        }
-        if (rc < 0) {
-            fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
+        if (unreaped && (timeout < 0 || timeout > 20))
+            timeout = 20;   /* intermediates exit within milliseconds of their report */
+        unsigned n = nwaiting;
+        int pr = poll(p, 1 + n, (int)timeout);
+        if (pr < 0 && errno != EINTR) {
+            fprintf(stderr, "sandboxd-zygote: poll: %s\n", strerror(errno));
             return 1;
         }
-        if (h.type != ZYG_FORK || nfds != 3) {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            if (h.type == ZYG_FORK)
-                reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
-            continue;
+        reap_children();
+        /* Slots move when one is freed (the last takes its place): walk backwards, each
+         * slot matched with its pollfd by descriptor. */
+        for (unsigned i = n; pr > 0 && i-- > 0;)
+            if (p[1 + i].revents && i < nwaiting && waiting[i].rp == p[1 + i].fd)
+                waiting_read(i);
+        now = now_ms();
+        for (unsigned i = nwaiting; i-- > 0;)
+            if (waiting[i].deadline <= now)
+                waiting_done(i, -ETIMEDOUT, "the context did not report from its sandbox in "
+                             "time (killed)");
+        if (pr > 0 && p[0].revents) {
+            int rc = take_request();
+            if (rc <= 0)
+                return rc < 0 ? 1 : 0;
         }
-        static struct zyg_req req;
-        req.id = h.id;
-        req.channel_fd = fds[0];
-        req.stdout_fd = fds[1];
-        req.stderr_fd = fds[2];
-        if (parse_request(&h, msgbuf, &req)) {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            reply(h.id, -EINVAL, 0, "zygote: invalid fork request");
-            continue;
-        }
-        serve_request(&req);
     }
 }
 

@@ -47,9 +47,31 @@ static void report(int fd, int32_t v)
     (void)!write(fd, &v, sizeof v);
 }
 
-static __attribute__((noreturn)) void fail(int fd, int err)
+/* Where a failure goes: the report pipe (double-fork way: the zygote waits for it), else
+ * the context's channel, which the daemon reads already (direct way: the zygote replied
+ * at clone time and waits for nothing). */
+static int report_fd = -1, chan_fd = -1;
+
+/* Tell the daemon on the channel that the context could not start (docs/protocol.md:
+ * "failed", then the process exits 127). */
+static void channel_failed(int e)
 {
-    report(fd, err < 0 && err > -4096 ? err : -EIO);
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"failed\",\"errno\":%d,\"message\":\"entering the sandbox "
+                     "failed: %s\"}\n", e, strerror(e));
+    if (chan_fd >= 0 && n > 0 && (size_t)n < sizeof line)
+        (void)!write(chan_fd, line, (size_t)n);
+}
+
+static __attribute__((noreturn)) void fail(int err)
+{
+    if (err >= 0 || err <= -4096)
+        err = -EIO;
+    if (report_fd >= 0)
+        report(report_fd, err);
+    else
+        channel_failed(-err);
     _exit(127);
 }
 
@@ -107,19 +129,25 @@ static PyObject *env_list(const struct zyg_req *r)
     return l;
 }
 
-void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
+void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
                     const struct jail_sc_prog *prog)
 {
-    int rp = move_high(report_fd);
-    if (rp < 0)
-        fail(report_fd, -errno);
+    chan_fd = r->channel_fd;
+    report_fd = report_pipe;
+    int rp = report_pipe >= 0 ? move_high(report_pipe) : -1;
+    if (report_pipe >= 0 && rp < 0)
+        fail(-errno);
+    if (rp >= 0)
+        report_fd = rp;
     int ch = move_high(r->channel_fd), out = move_high(r->stdout_fd),
         errfd = move_high(r->stderr_fd);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (ch < 0 || out < 0 || errfd < 0 || null < 0)
-        fail(rp, -errno);
+        fail(-errno);
+    chan_fd = ch;
     if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || dup2(ch, 3) < 0)
-        fail(rp, -errno);
+        fail(-errno);
+    chan_fd = 3;
 
     const int keep[] = { 0, 1, 2, 3, rp };
     struct jail_enter_opts o = {
@@ -129,19 +157,23 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
     struct jail_entry e = r->entry;
     int rc = join_cgroups_fast(&e);
     if (rc)
-        fail(rp, rc);
+        fail(rc);
     pid_t self = getpid();
     rc = jail_enter(&e, &o);
     if (rc && (o.in_pidns || getpid() == self))
-        fail(rp, rc);   /* before the second fork (or there is none) */
-    if (rc) {           /* the grandchild failed: its records are tagged */
+        fail(rc);   /* before the second fork (or there is none) */
+    if (rc) {       /* the grandchild failed: its records are tagged */
         report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
         _exit(127);
     }
 
-    /* The grandchild: in the sandbox, unprivileged, filtered. */
-    report(rp, ZYG_REPORT_INSIDE_PID(getpid()));
-    close(rp);
+    /* The context (the grandchild on the double-fork way): in the sandbox, unprivileged,
+     * filtered. Its pid inside goes to the zygote only on the double-fork way; on the
+     * direct way the zygote read it from the clone's pidfd. */
+    if (rp >= 0) {
+        report(rp, ZYG_REPORT_INSIDE_PID(getpid()));
+        close(rp);
+    }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     if (clearenv() != 0)
