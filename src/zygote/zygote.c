@@ -77,47 +77,30 @@ static struct opts {
     char preload[1024];             /* comma-separated module names */
 } opt = { .inside_runtimes = "/opt/sandboxd" };
 
-static char host_python_dir[PATH_CAP], inside_python_dir[PATH_CAP];
+static char host_python_dir[PATH_CAP];
+static char host_mpl_cache[PATH_CAP];   /* --mpl-cache as given (before a private copy) */
 static struct jail_sc_prog seccomp_prog;
 static char msgbuf[ZYG_MSG_MAX];
 static unsigned unreaped;   /* intermediates forked and not yet waited for */
 
-/* The environment every context starts from is replaced in the grandchild by _enter()
+/* The environment every context starts from is replaced in the child by _enter()
  * (os.environ and the C environment together: clearenv() ran before, os.environ's
  * mapping is emptied directly instead of key by key, which would call unsetenv() and
  * rebuild its key list once per key).
- * The runtime package must be importable from the sandbox's path of the runtimes dir:
- * packages imported before fork keep their host __path__, so submodules imported
- * lazily would not be found. _prepare() does that once in the zygote, after preload:
- * it appends the sandbox's path to each such package's __path__ and puts it on
- * sys.path right after the host dir (neither exists on the other side of the mount
- * namespace, so a lookup there just falls through); the child only removes the host
- * dir from sys.path. Measured: rewriting the paths and calling
- * importlib.invalidate_caches() in each child wrote to ~4 MiB of the zygote's pages
- * (every cached FileFinder) and took ~2 ms; no cache needs invalidating, because no
- * finder for the sandbox's path was created before fork and a finder of a host path
- * re-reads its directory when its mtime changes (it is missing in the sandbox). */
+ * Host paths (the runtimes dir, IPython's and matplotlib's dirs) are gone from the
+ * interpreter before the first fork (hide_host_paths): a module the runtime package
+ * imports lazily in a context is found under the sandbox's path of the runtimes dir.
+ * No import cache needs invalidating in the child: no finder for the sandbox's path was
+ * created before fork, and the host path's finders are dropped. Measured (before):
+ * rewriting the paths and calling importlib.invalidate_caches() in each child wrote to
+ * ~4 MiB of the zygote's pages (every cached FileFinder) and took ~2 ms. */
 static const char enter_src[] =
-    "import os, sys\n"
-    "def _prepare(host_dir, inside_dir):\n"
-    "    if host_dir == inside_dir:\n"
-    "        return\n"
-    "    for m in list(sys.modules.values()):\n"
-    "        path = getattr(m, '__path__', None)\n"
-    "        if isinstance(path, list):\n"
-    "            path += [inside_dir + p[len(host_dir):] for p in path\n"
-    "                     if p.startswith(host_dir + '/')]\n"
-    "    sys.path.insert(sys.path.index(host_dir) + 1, inside_dir)\n"
-    "    for p in list(sys.path_importer_cache):\n"
-    "        if p == inside_dir or p.startswith(inside_dir + '/'):\n"
-    "            del sys.path_importer_cache[p]\n"
-    "def _enter(env, host_dir, inside_dir):\n"
+    "import os\n"
+    "def _enter(env):\n"
     "    os.environ._data.clear()\n"
     "    for item in env:\n"
     "        key, _, value = item.partition('=')\n"
-    "        os.environ[key] = value\n"
-    "    if host_dir != inside_dir and host_dir in sys.path:\n"
-    "        sys.path.remove(host_dir)\n";
+    "        os.environ[key] = value\n";
 
 /* Reply to request id: a = result, b = inside pid, msg optional. */
 static void reply(uint32_t id, int32_t a, int32_t b, const char *msg)
@@ -320,6 +303,7 @@ static int set_environment(char *err, size_t errlen)
     }
     if (setenv("IPYTHONDIR", opt.ipython_dir, 1) < 0)
         goto fail;
+    memcpy(host_mpl_cache, opt.mpl_cache, sizeof host_mpl_cache);
     if (opt.mpl_cache[0] && access(opt.mpl_cache, W_OK) < 0 &&
         private_mpl_dir(opt.mpl_cache, sizeof opt.mpl_cache) < 0)
         goto fail;
@@ -530,6 +514,79 @@ static void fill_pools(void)
     }
 }
 
+/* ---- host paths -----------------------------------------------------------------------
+ *
+ * What the zygote imported and configured names host directories: the runtimes dir (a
+ * checkout), IPython's dir (in the daemon's state dir), matplotlib's font cache (in the
+ * build dir). A context must show sandbox-side names only (docs/security.md, class 11),
+ * so before the first fork every such string the interpreter keeps is rewritten to the
+ * sandbox's side: the runtimes dir to where the sandbox mounts it (--inside-runtimes),
+ * IPython's and matplotlib's dirs to names below it (they exist only on the host; what
+ * was read from them is in memory already, and a context never writes there).
+ * sandboxd_runtime.hostpaths.rewrite() does the dicts and lists and returns the code
+ * objects whose co_filename must change; that field is set here, in place, because
+ * code objects are immutable from Python and replacing them would drop the bytecode
+ * the warm-up runs quickened (see preload.py) and leave old references behind.
+ * Done once, in the zygote: no cost per context. The zygote's own argv (checkout and
+ * state paths, shown by /proc/PID/cmdline of every context) is cleared in main(). */
+
+/* map[host] = inside, and the same for host's canonical path when it differs. */
+static int map_path(PyObject *map, const char *host, const char *inside)
+{
+    if (!host[0])
+        return 0;
+    char canon[PATH_MAX];
+    const char *hosts[2] = { host, realpath(host, canon) };
+    for (int i = 0; i < 2; i++) {
+        if (!hosts[i] || (i == 1 && !strcmp(hosts[0], hosts[1])))
+            continue;
+        PyObject *k = PyUnicode_DecodeFSDefault(hosts[i]), *v = PyUnicode_DecodeFSDefault(inside);
+        int rc = k && v ? PyDict_SetItem(map, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int hide_host_paths(char *err, size_t errlen)
+{
+    char ipy[PATH_CAP], mpl[PATH_CAP];
+    if (join_path(ipy, opt.inside_runtimes, "/ipython") ||
+        join_path(mpl, opt.inside_runtimes, "/mpl-cache")) {
+        snprintf(err, errlen, "--inside-runtimes too long");
+        return -ENAMETOOLONG;
+    }
+    PyObject *map = PyDict_New(), *mod = NULL, *pairs = NULL;
+    int rc = -1;
+    if (!map || map_path(map, opt.runtimes, opt.inside_runtimes) ||
+        map_path(map, opt.ipython_dir, ipy) || map_path(map, host_mpl_cache, mpl))
+        goto out;
+    mod = PyImport_ImportModule("sandboxd_runtime.hostpaths");
+    pairs = mod ? PyObject_CallMethod(mod, "rewrite", "O", map) : NULL;
+    if (!pairs || !PyList_Check(pairs))
+        goto out;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyCode_Check(PyTuple_GET_ITEM(pair, 0)) || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1)))
+            continue;
+        PyCodeObject *co = (PyCodeObject *)PyTuple_GET_ITEM(pair, 0);
+        PyObject *name = PyTuple_GET_ITEM(pair, 1);
+        Py_INCREF(name);
+        Py_SETREF(co->co_filename, name);
+    }
+    rc = 0;
+out:
+    if (rc)
+        python_error(err, errlen, "hiding host paths");
+    Py_XDECREF(pairs);
+    Py_XDECREF(mod);
+    Py_XDECREF(map);
+    return rc;
+}
+
 /* Import --preload modules, run sandboxd_runtime.preload(), prepare the child's helpers. */
 static int preload(char *err, size_t errlen)
 {
@@ -568,19 +625,13 @@ static int preload(char *err, size_t errlen)
     Py_XDECREF(res);
     zyg_py.enter_fn = res && globals ? PyDict_GetItemString(globals, "_enter") : NULL;
     Py_XINCREF((PyObject *)zyg_py.enter_fn);
-    PyObject *prep = res && globals ? PyDict_GetItemString(globals, "_prepare") : NULL;
-    PyObject *pr = prep ? PyObject_CallFunction(prep, "ss", host_python_dir, inside_python_dir)
-                        : NULL;
-    if (!pr)
-        zyg_py.enter_fn = NULL;   /* reported below */
-    Py_XDECREF(pr);
     Py_XDECREF(globals);
     if (!zyg_py.serve_fn || !zyg_py.enter_fn) {
         python_error(err, errlen, "preparing the context entry");
         return -EINVAL;
     }
-    zyg_py.host_python_dir = host_python_dir;
-    zyg_py.inside_python_dir = inside_python_dir;
+    if (hide_host_paths(err, errlen))
+        return -EINVAL;
     /* Everything alive now is shared by all children: move it out of the collector's
      * generations so that a child's collection never writes to (and copies) its pages. */
     int rc = call_noargs("gc", "freeze", err, errlen);
@@ -1053,6 +1104,19 @@ static int serve_loop(void)
     }
 }
 
+/* Every context is a copy of this process, and /proc/PID/cmdline shows the memory argv
+ * was in: host paths (the checkout, the state dir). Its strings are copied in opt now;
+ * the area becomes "sandboxd-zygote" followed by NULs (the kernel shows up to the first
+ * NUL when the area ends with one). */
+static void hide_argv(int argc, char **argv)
+{
+    char *start = argv[0], *end = argv[argc - 1] + strlen(argv[argc - 1]);
+    static const char name[] = "sandboxd-zygote";
+    memset(start, 0, (size_t)(end - start));
+    if ((size_t)(end - start) >= sizeof name)
+        memcpy(start, name, sizeof name);
+}
+
 int main(int argc, char **argv)
 {
     char err[512] = "";
@@ -1069,8 +1133,8 @@ int main(int argc, char **argv)
     (void)fcntl(ZYG_CTL_FD, F_SETFD, FD_CLOEXEC);
     if (parse_args(argc, argv))
         return 2;
-    if (join_path(host_python_dir, opt.runtimes, "/python") ||
-        join_path(inside_python_dir, opt.inside_runtimes, "/python")) {
+    hide_argv(argc, argv);
+    if (join_path(host_python_dir, opt.runtimes, "/python")) {
         fprintf(stderr, "sandboxd-zygote: runtimes path too long\n");
         return 2;
     }

@@ -49,10 +49,8 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
 
 /* Prepared in the zygote before any fork (zygote.c), used by the child. */
 struct zyg_python {
-    void *enter_fn;   /* PyObject *: _enter(env_list, host_runtime_dir, inside_runtime_dir) */
+    void *enter_fn;   /* PyObject *: _enter(env_list) */
     void *serve_fn;   /* PyObject *: sandboxd_runtime.serve */
-    const char *host_python_dir;     /* <runtimes>/python on the host */
-    const char *inside_python_dir;   /* the same directory as the sandbox sees it */
 };
 extern struct zyg_python zyg_py;
 

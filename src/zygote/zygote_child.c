@@ -181,10 +181,7 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
 
     int status = 1;
     PyObject *env = env_list(r);
-    PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "Oss", env,
-                                                zyg_py.host_python_dir,
-                                                zyg_py.inside_python_dir)
-                        : NULL;
+    PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "O", env) : NULL;
     Py_XDECREF(env);
     if (!res) {
         PyErr_Print();   /* to the context's stderr pipe */

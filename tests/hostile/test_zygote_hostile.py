@@ -1,11 +1,12 @@
 """Hostile co-tenants of the shared Python zygote: what one sandbox gave it (environment,
 cwd, cgroup paths) must not reach another sandbox's context, and one sandbox starved of
 CPU must not hold up the zygote for the others."""
+import os
 import secrets
 import threading
 import time
 
-from sbxtest import Sandbox, context, main_text, run
+from sbxtest import BUILD, Sandbox, context, main_text, run
 
 
 def split(marker):
@@ -125,7 +126,6 @@ def test_a_starved_sandbox_does_not_hold_up_context_creation(daemon):
             assert main_text(run(daemon, b.id, "1+1", context=cid)) == "2"
             daemon.json("DELETE", "/v1/sandboxes/%s/contexts/%s" % (b.id, cid))
         elapsed = time.monotonic() - t0
-        print("B: 10 creations + 1+1: %.2f s" % elapsed)
         assert elapsed < 20, "10 context creations in B took %.1f s" % elapsed
     finally:
         stop.set()
@@ -134,3 +134,76 @@ def test_a_starved_sandbox_does_not_hold_up_context_creation(daemon):
             t.join(60)
         b.delete()
     assert daemon.alive()
+
+
+# Runs in a context: everything a tenant can read that could name a host directory.
+PATHS = r"""
+import os, sys, traceback
+texts = {}
+def add(where, value):
+    texts[where] = value if isinstance(value, str) else repr(value)
+for p in ('/proc/self/cmdline', '/proc/self/environ'):
+    add(p, open(p, 'rb').read())
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        try:
+            add('/proc/%s/cmdline' % pid, open('/proc/%s/cmdline' % pid, 'rb').read())
+        except OSError:
+            pass
+for name, m in list(sys.modules.items()):
+    d = getattr(m, '__dict__', {})
+    for attr in ('__file__', '__cached__', '__path__'):
+        if attr in d:
+            add('%s.%s' % (name, attr), list(d[attr]) if attr == '__path__' else d[attr])
+    spec, loader = d.get('__spec__'), d.get('__loader__')
+    if spec is not None:
+        add(name + '.__spec__', (spec.origin, spec.cached, spec.submodule_search_locations))
+    if loader is not None:
+        add(name + '.__loader__', (getattr(loader, 'path', None), getattr(loader, 'name', None)))
+    for k, v in list(d.items()):
+        if type(v).__name__ == 'function':
+            add('%s.%s.co_filename' % (name, k), v.__code__.co_filename)
+add('sys.path', sys.path)
+add('sys.argv', sys.argv)
+add('sys.orig_argv', sys.orig_argv)
+add('sys.executable', sys.executable)
+add('os.environ', dict(os.environ))
+add('stack', traceback.format_stack())
+try:
+    import sandboxd_runtime.hostpaths
+    sandboxd_runtime.hostpaths.rewrite(None)
+except Exception:
+    add('runtime error', traceback.format_exc())
+import IPython, matplotlib
+shell = IPython.get_ipython()
+add('ipython', (shell.ipython_dir, shell.profile_dir.location, shell.profile_dir.startup_dir))
+add('matplotlib', (matplotlib.get_configdir(), matplotlib.get_cachedir()))
+needles = NEEDLES
+bad = sorted('%s: %s' % (k, v[:200]) for k, v in texts.items() if any(n in v for n in needles))
+(len(texts) > 100, bad)
+"""
+
+
+def test_no_host_path_in_a_context(daemon):
+    """Class 11 (the process side). A Python context is a copy of the zygote, which the
+    daemon started from its build dir with paths into the checkout and its state dir,
+    and which imported the runtime package, IPython's profile and matplotlib's cache from
+    there. What the context can read about itself and the processes it sees (cmdline,
+    environ) and what its interpreter holds (module files, specs, loaders, code file
+    names, sys.path/argv/executable, os.environ, tracebacks through the runtime,
+    IPython's and matplotlib's dirs) must name none of those directories."""
+    root = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    needles = sorted({daemon.state, os.path.realpath(daemon.state),
+                      os.path.realpath(BUILD), root})
+    s = Sandbox(daemon, "zyg-paths")
+    try:
+        cid = context(daemon, s.id)
+        out = run(daemon, s.id, PATHS.replace("NEEDLES", repr(needles)), context=cid, timeoutMs=60000)
+        assert out["error"] is None, out["error"]
+        assert main_text(out) == "(True, [])"
+        out = run(daemon, s.id, "import sandboxd_runtime.hostpaths as h\nh.rewrite(None)",
+                  context=cid)
+        assert out["error"]["name"] == "AttributeError"
+        assert not [n for n in needles if n in repr(out["error"])]
+    finally:
+        s.delete()
