@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define HIGH_FD 10   /* sources are moved to fds >= this before the dup2s */
@@ -114,6 +115,22 @@ static int join_cgroups_fast(struct jail_entry *e)
     return 0;
 }
 
+/* Every context is a copy of one interpreter, so it inherits its hash secret. Of its 24
+ * bytes, the str/bytes hash (siphash13, Py_HASH_CUTOFF 0) uses the first 16, and those
+ * cannot change here: every string of the zygote caches its hash, and every dict, set
+ * and C-level table (the interned strings, pandas' indexes) is laid out by those hashes
+ * (measured, and why no reseed fits a 10 ms start: docs/security.md, class 10). The
+ * last 8 are expat's salt only, read when a parser is created (pyexpat, _elementtree):
+ * no parser exists before fork, so it is drawn afresh for each context. 0 or -errno. */
+static int reseed_expat_salt(void)
+{
+    Py_hash_t salt;
+    if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != (ssize_t)sizeof salt)
+        return -(errno ? errno : EIO);
+    _Py_HashSecret.expat.hashsalt = salt;
+    return 0;
+}
+
 /* Build the Python list of "KEY=VALUE" strings (decoded like os.environ does). */
 static PyObject *env_list(const struct zyg_req *r)
 {
@@ -155,7 +172,9 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
         .seccomp = prog, .report_fd = rp, .in_pidns = pidfd >= 0, .pidfd = pidfd,
     };
     struct jail_entry e = r->entry;
-    int rc = join_cgroups_fast(&e);
+    int rc = reseed_expat_salt();
+    if (!rc)
+        rc = join_cgroups_fast(&e);
     if (rc)
         fail(rc);
     pid_t self = getpid();
