@@ -17,17 +17,23 @@
  * modules, sandboxd_runtime.preload(), gc.freeze() (so a child's collections never write
  * to the shared pages), the seccomp filter compiled once, then malloc_trim() and no free
  * memory left where a child would allocate from shared pages (every free heap chunk and
- * every free block of a used pymalloc pool allocated for good). Then `ready`.
+ * every free block of a used pymalloc pool allocated for good). Before that, every host
+ * path the interpreter holds is rewritten to the sandbox's side and argv is cleared
+ * (hide_host_paths, hide_argv). Then `ready`.
  *
- * The loop: one request at a time, blocking. Each request is checked (sizes, NUL
- * termination, exactly three fds, cgroup paths under /sys/fs/cgroup/), then the context
- * is created directly in the sandbox's pid namespace as the daemon's child (one
- * clone3, see "creating the context process" below); the reply waits for the child's
- * report (bounded by REPORT_TIMEOUT_MS). A failed child is killed and waited for before
- * the reply, which names it for the daemon to reap. Where the direct way is not
- * available, the child forks once more inside jail_enter(); the intermediate process is
- * then reaped after the reply (its exit takes milliseconds), while the loop waits for
- * the next request, so no zombie outlives the next idle moment.
+ * The loop never waits for a child (each runs in its sandbox's cgroups from its first
+ * step: waiting for it would run this loop, and every tenant's context creation, at that
+ * sandbox's CPU quota). Each request is checked (sizes, NUL termination, exactly three
+ * fds, cgroup paths under /sys/fs/cgroup/), then the context is created directly in the
+ * sandbox's pid namespace as the daemon's child (one clone3, see "creating the context
+ * process" below) and the reply leaves at once, with the pid inside read from the
+ * clone's pidfd; the child tells its own success ("ready") or failure ("failed") on the
+ * context's channel. Where the direct way is not available (a non-root daemon), the
+ * child forks once more inside jail_enter(); the reply then needs the intermediate's
+ * report, which is awaited in the same poll() as new requests, each with its own
+ * deadline (REPORT_TIMEOUT_MS), and exited intermediates are reaped without blocking.
+ * The request is zeroed as soon as the child has its copy (forget_request): no later
+ * child inherits another tenant's environment, cwd or cgroup paths.
  * The daemon is trusted (it is our parent and the only peer of the socket), but the
  * checks keep a daemon bug from becoming a zygote crash.
  *
