@@ -39,8 +39,11 @@ import types
 
 def _converter(mapping):
     prefixes = sorted(mapping.items(), key=lambda kv: -len(kv[0]))
+    hosts = tuple(mapping)
 
     def convert(s):
+        if not s.startswith(hosts):   # the common case, in C
+            return None
         for host, inside in prefixes:
             if s.startswith(host) and (len(s) == len(host) or s[len(host)] == "/"):
                 return inside + s[len(host):]
@@ -48,7 +51,7 @@ def _converter(mapping):
     return convert
 
 
-def _containers(convert):
+def _containers(convert, hosts):
     """Every tracked object, then the dicts holding attributes they refer to: the
     untracked dicts (CPython stops tracking a dict of atomic values) and the attribute
     dicts of instances whose attributes live in the object itself (3.11 keeps them
@@ -60,8 +63,8 @@ def _containers(convert):
         for r in gc.get_referents(o):
             if type(r) is dict and not gc.is_tracked(r):
                 extra[id(r)] = r
-            elif (type(r) is str and type(o) not in (dict, list, types.CellType) and
-                  convert(r) is not None):
+            elif (type(r) is str and r.startswith(hosts) and
+                  type(o) not in (dict, list, types.CellType) and convert(r) is not None):
                 try:
                     d = object.__getattribute__(o, "__dict__")
                 except (AttributeError, TypeError):
@@ -91,20 +94,22 @@ def rewrite(mapping):
         for key in [k for k in cache if isinstance(k, str) and convert(k) is not None]:
             del cache[key]
     codes = {}
-    for o in _containers(convert):
+    hosts = tuple(mapping)
+    for o in _containers(convert, hosts):
         if isinstance(o, dict):
-            changes = [(k, convert(v)) for k, v in o.items() if type(v) is str]
-            for k, new in changes:
+            changes = [(k, v) for k, v in o.items() if type(v) is str and v.startswith(hosts)]
+            for k, v in changes:
+                new = convert(v)
                 if new is not None:
                     dict.__setitem__(o, k, new)
         elif isinstance(o, list):
-            for i, v in enumerate(o):
-                if type(v) is str:
-                    new = convert(v)
-                    if new is not None:
-                        list.__setitem__(o, i, new)
-        elif type(o) is types.FunctionType:
-            _codes(o.__code__, codes)
+            changes = [i for i, v in enumerate(o) if type(v) is str and v.startswith(hosts)]
+            for i in changes:
+                new = convert(o[i])
+                if new is not None:
+                    list.__setitem__(o, i, new)
+        elif type(o) is types.FunctionType and o.__code__.co_filename.startswith(hosts):
+            _codes(o.__code__, codes)   # nested code objects share their parent's file
         elif type(o) is types.CellType:
             try:
                 v = o.cell_contents
