@@ -16,13 +16,18 @@
  *      zygote created this process directly in the sandbox's pid namespace (pidfd >= 0,
  *      the usual case, see zygote.c) there is no second fork; otherwise jail_enter()
  *      forks once more and the rest happens in the grandchild;
- *   3. the context reports its pid inside the sandbox and closes the report pipe;
+ *   3. on the double-fork way, the context reports its pid inside the sandbox and closes
+ *      the report pipe (on the direct way the zygote has replied already);
  *   4. SIGPIPE and SIGXFSZ ignored again (as python3 does at start; jail_drop_privileges
  *      reset every disposition), the environment replaced (C environ and os.environ
  *      together) and the runtime package made importable from the sandbox's path;
  *   5. sandboxd_runtime.serve(3); its return value is the exit status.
- * Any failure writes -errno to the report pipe and _exit(127)s: this code never returns
- * into the zygote's loop and never runs user code before the sandbox is fully entered.
+ * Before 2, expat's hash salt is drawn afresh (reseed_expat_salt).
+ * Any failure writes -errno to the report pipe (double-fork way) or a "failed" message
+ * to the channel (direct way) and _exit(127)s: this code never returns into the
+ * zygote's loop and never runs user code before the sandbox is fully entered. What the
+ * child holds of its request (the zygote's receive buffer, copied by fork) is its own
+ * tenant's: the zygote zeroes its copy before it forks for anyone else.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
