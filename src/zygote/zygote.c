@@ -1174,6 +1174,13 @@ int main(int argc, char **argv)
     char version[64];
     snprintf(version, sizeof version, "%s", Py_GetVersion());
     version[strcspn(version, " ")] = '\0';
+    /* The host paths given on the command line are not needed any more: every child
+     * would carry them in its copy of our data (hide_host_paths covered the interpreter). */
+    explicit_bzero(opt.runtimes, sizeof opt.runtimes);
+    explicit_bzero(opt.mpl_cache, sizeof opt.mpl_cache);
+    explicit_bzero(opt.ipython_dir, sizeof opt.ipython_dir);
+    explicit_bzero(host_python_dir, sizeof host_python_dir);
+    explicit_bzero(host_mpl_cache, sizeof host_mpl_cache);
     send_ready(0, version);
     return serve_loop();
 fail:
