@@ -242,3 +242,32 @@ def test_expat_salt_is_drawn_per_context_and_dicts_still_work(daemon):
     finally:
         a.delete()
         b.delete()
+
+
+def test_a_context_that_never_gets_ready_fails_alone(make_daemon):
+    """Class 6, the daemon's side: the zygote answers as soon as the process exists, so
+    the daemon bounds the wait for `ready` itself (--context-start-timeout-ms). A Python
+    context in a sandbox at 0.01 CPU whose quota eight busy loops spend gets a ninth of
+    1 ms per 100 ms (measured: 2.3-9 s to get ready there, 0.3-1.2 s with one loop), so
+    it cannot be ready within 300 ms: that creation fails with the reason, and nothing
+    else is affected (a context of another sandbox, created before, still runs; new
+    requests are answered)."""
+    d = make_daemon("--context-start-timeout-ms", "300")
+    b = Sandbox(d, "zyg-timeout-b")
+    for _ in range(5):    # setup on a busy machine: a start may need more than 300 ms
+        status, ctx_b = d.json("POST", "/v1/sandboxes/%s/contexts" % b.id, {})
+        if status == 201:
+            break
+    assert status == 201, ctx_b
+    a = Sandbox(d, "zyg-timeout-a", limits={"cpus": 0.01})
+    a.sh("for i in 1 2 3 4 5 6 7 8; do setsid sh -c 'while :; do :; done' "
+         "</dev/null >/dev/null 2>&1 & done; echo started")
+    status, out = d.json("POST", "/v1/sandboxes/%s/contexts" % a.id, {"language": "python"})
+    assert (status, out["code"]) == (500, "INTERNAL_ERROR"), out
+    assert out["message"] == ("the context could not start: its process could not be "
+                              "created: it did not get ready within 300 ms "
+                              "(--context-start-timeout-ms)")
+    assert main_text(run(d, b.id, "1+1", context=ctx_b["id"])) == "2"
+    assert d.json("GET", "/v1/health")[0] == 200
+    a.delete()
+    b.delete()
