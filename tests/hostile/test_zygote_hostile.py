@@ -15,7 +15,8 @@ def split(marker):
     return marker[:len(marker) // 2].encode(), marker[len(marker) // 2:].encode()
 
 
-# Runs in the scanning context: every readable mapping of the process, read through
+# Runs in the scanning context: every readable mapping of the process (but reservations
+# of 4 GiB and more: AddressSanitizer's shadow, never a place for data), read through
 # /proc/self/mem in 4 MiB steps (each step keeps the tail of the previous one, shorter
 # than one marker, so no match is cut and none is counted twice). Prints one count per
 # marker; the markers arrive as halves (see split) and are never whole in this process.
@@ -29,8 +30,8 @@ regions = []
 with open('/proc/self/maps') as f:
     for line in f:
         addr, perms = line.split()[:2]
-        if perms[0] == 'r':
-            lo, hi = (int(x, 16) for x in addr.split('-'))
+        lo, hi = (int(x, 16) for x in addr.split('-'))
+        if perms[0] == 'r' and hi - lo < (1 << 32):
             regions.append((lo, hi))
 for lo, hi in regions:
     tail, pos = b'', lo
