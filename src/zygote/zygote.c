@@ -32,7 +32,7 @@
  * child forks once more inside jail_enter(); the reply then needs the intermediate's
  * report, which is awaited in the same poll() as new requests, each with its own
  * deadline (REPORT_TIMEOUT_MS), and exited intermediates are reaped without blocking.
- * The request is zeroed as soon as the child has its copy (forget_request): no later
+ * The request is dropped as soon as the child has its copy (zyg_forget_request): no later
  * child inherits another tenant's environment, cwd or cgroup paths.
  * The daemon is trusted (it is our parent and the only peer of the socket), but the
  * checks keep a daemon bug from becoming a zygote crash.
@@ -59,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,7 +87,9 @@ static struct opts {
 static char host_python_dir[PATH_CAP];
 static char host_mpl_cache[PATH_CAP];   /* --mpl-cache as given (before a private copy) */
 static struct jail_sc_prog seccomp_prog;
-static char msgbuf[ZYG_MSG_MAX];
+/* The receive buffer: its own mapping (see zyg_forget_request), ZYG_MSG_MAX bytes. */
+static char *msgbuf;
+static struct zyg_req req;   /* the request being served, parsed in place in msgbuf */
 static unsigned unreaped;   /* intermediates forked and not yet waited for */
 
 /* The environment every context starts from is replaced in the child by _enter()
@@ -812,15 +815,26 @@ static pid_t inside_pid(int child_pidfd)
     return last > 0 ? (pid_t)last : -ESRCH;
 }
 
-/* Forget a request once the child has its copy: the receive buffer and the parsed request
- * are zeroed, so no later child is forked with this tenant's cgroup paths, cwd or
- * environment (class 1 of docs/security.md). The request is parsed in place (no other
- * copy exists in this process: parse_request only points into msgbuf, and the Python
- * objects a context needs are built in the child). */
+/* Forget the request once the child has its copy: no later child is forked with this
+ * tenant's cgroup paths, cwd or environment (class 1 of docs/security.md). The request
+ * is parsed in place (parse_request only points into msgbuf; the Python objects a
+ * context needs are built in the child), so the buffer and the parsed struct are all
+ * there is. The buffer's pages are dropped (MADV_DONTNEED: the next touch finds zeros)
+ * rather than written: zeroing them would first copy each page the child shares with
+ * us (16 page copies per context) and leave the child the only owner of the old ones;
+ * dropped, they stay the child's until it drops them too (zygote_child.c, once the
+ * environment is built), and nothing is copied. explicit_bzero if madvise fails. */
+void zyg_forget_request(void)
+{
+    if (msgbuf && madvise(msgbuf, ZYG_MSG_MAX, MADV_DONTNEED) < 0)
+        explicit_bzero(msgbuf, ZYG_MSG_MAX);
+    explicit_bzero(&req, sizeof req);
+}
+
 static void forget_request(struct zyg_req *r)
 {
-    explicit_bzero(msgbuf, sizeof msgbuf);
-    explicit_bzero(r, sizeof *r);
+    (void)r;   /* always &req */
+    zyg_forget_request();
 }
 
 static void close_request_fds(struct zyg_req *r)
@@ -1025,13 +1039,13 @@ static int take_request(void)
 {
     struct zyg_hdr h;
     int fds[ZYG_MAX_FDS], nfds = 0;
-    int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, sizeof msgbuf - sizeof h, fds, &nfds, 1);
+    int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, ZYG_MSG_MAX - sizeof h, fds, &nfds, 1);
     if (rc == -EAGAIN)
         return 1;
     if (rc == 0)
         return 0;
     if (rc == -EBADMSG) {
-        explicit_bzero(msgbuf, sizeof msgbuf);
+        zyg_forget_request();
         if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
             reply(h.id, -EBADMSG, 0, "zygote: malformed request");
         return 1;
@@ -1040,11 +1054,10 @@ static int take_request(void)
         fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
         return -1;
     }
-    static struct zyg_req req;
     if (h.type != ZYG_FORK || nfds != 3) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
-        explicit_bzero(msgbuf, sizeof msgbuf);
+        zyg_forget_request();
         if (h.type == ZYG_FORK)
             reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
         return 1;
@@ -1181,6 +1194,13 @@ int main(int argc, char **argv)
     explicit_bzero(opt.ipython_dir, sizeof opt.ipython_dir);
     explicit_bzero(host_python_dir, sizeof host_python_dir);
     explicit_bzero(host_mpl_cache, sizeof host_mpl_cache);
+    msgbuf = mmap(NULL, ZYG_MSG_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (msgbuf == MAP_FAILED) {
+        msgbuf = NULL;
+        rc = -errno;
+        snprintf(err, sizeof err, "mapping the receive buffer failed: %s", strerror(errno));
+        goto fail;
+    }
     send_ready(0, version);
     return serve_loop();
 fail:

@@ -47,6 +47,10 @@ struct zyg_req {
 void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
                     const struct jail_sc_prog *prog) __attribute__((noreturn));
 
+/* Drop the zygote's receive buffer and parsed request (zygote.c): the zygote right after
+ * each fork, the child once it has built its environment (r is zeroed: not used after). */
+void zyg_forget_request(void);
+
 /* Prepared in the zygote before any fork (zygote.c), used by the child. */
 struct zyg_python {
     void *enter_fn;   /* PyObject *: _enter(env_list) */

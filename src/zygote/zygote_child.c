@@ -205,6 +205,7 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
 
     int status = 1;
     PyObject *env = env_list(r);
+    zyg_forget_request();   /* r is gone: its pages would stay private to this process */
     PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "O", env) : NULL;
     Py_XDECREF(env);
     if (!res) {
