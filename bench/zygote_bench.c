@@ -4,7 +4,8 @@
  * Against a real sandbox (jail.h) and the real sandboxd-zygote (zygote_client.h):
  *   1. fork→ready: from zyg_fork() to the context's `ready` line on its channel, over
  *      --runs contexts (default 200) forked one after another (each closed after ready);
- *      also the part until the zygote's reply (the sandbox entered);
+ *      also the part until the zygote's reply (the process exists: the zygote replies at
+ *      clone time, before the context has entered its sandbox);
  *   2. `1+1` round trip on one context (execute → end);
  *   3. private memory (Private_Clean + Private_Dirty from /proc/PID/smaps_rollup) of
  *      --idle idle contexts (default 10), right after ready and after `import pandas`;
@@ -375,7 +376,7 @@ int main(int argc, char **argv)
     }
     double rp50 = pct(reply, ok, 0.5), rp99 = pct(reply, ok, 0.99);
     double p50 = pct(ready, ok, 0.5), p99 = pct(ready, ok, 0.99);
-    printf("fork→sandbox entered (zygote reply), %d contexts: p50 %.2f ms  p99 %.2f ms\n", ok,
+    printf("fork→zygote reply (process created), %d contexts: p50 %.2f ms  p99 %.2f ms\n", ok,
            rp50, rp99);
     printf("fork→ready (context sends ready),      %d contexts: p50 %.2f ms  p99 %.2f ms  "
            "(target p50 ≤ 10 ms)\n", ok, p50, p99);

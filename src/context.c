@@ -496,6 +496,11 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         if (name && json_is_string(text))
             run_output(c, strcmp(name, "stderr") == 0, json_string_value(text),
                        json_string_length(text));
+    } else if (strcmp(type, "failed") == 0 && !p->ready) {
+        /* The zygote's child could not enter the sandbox (it exits 127 next; the exit
+         * reports it, with this reason). Only before ready: no user code has run yet. */
+        const char *why = json_string_value(json_object_get(msg, "message"));
+        snprintf(p->why, sizeof p->why, "%s", why ? why : "it could not enter the sandbox");
     } else if (!r) {
         /* nothing is running: a stray message is ignored */
     } else if (strcmp(type, "result") == 0) {
@@ -823,6 +828,10 @@ static void ctx_timer_cb(uv_timer_t *t)
     if (c->state == ST_STARTING) {
         log_warn("context %s did not get ready within %llu ms", c->id,
                  (unsigned long long)APP->cfg->context_start_timeout_ms);
+        if (p && !p->why[0])
+            snprintf(p->why, sizeof p->why, "it did not get ready within %llu ms "
+                     "(--context-start-timeout-ms)",
+                     (unsigned long long)APP->cfg->context_start_timeout_ms);
         if (p)
             ctx_proc_died(c, p);
         return;

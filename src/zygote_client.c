@@ -18,6 +18,10 @@
  * inside zyg_fork(); the request list is detached before callbacks run, so a callback may
  * call zyg_fork() or zyg_stop().
  *
+ * A failed context the zygote names for us to reap (it killed it, but waits for no
+ * child) is reaped through a pidfd on a retry timer (REAP_MS), since it may not have
+ * exited, or not be our child yet, when the reply arrives.
+ *
  * Handles are reused across restarts only after their close callbacks ran.
  */
 #include "zygote_client.h"
@@ -32,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +49,9 @@
 #define BACKOFF_MAX_MS 30000
 #define HEALTHY_MS 60000     /* a zygote alive this long resets the backoff */
 #define STR_CAP 1024
+#define REAP_MS 50           /* retry period for a failed context still to be reaped */
+#define REAP_TRIES 200       /* 10 s, then it is left (logged) */
+#define REAP_MAX 64
 
 struct zreq {
     struct zreq *next;
@@ -77,8 +85,12 @@ static struct {
     uv_poll_t poll;
     bool poll_open, want_write;
     /* timers: ready timeout / backoff, and deferred loss */
-    uv_timer_t timer, lost_timer;
+    uv_timer_t timer, lost_timer, reap_timer;
     bool timers_open;
+    int timers_closing;
+    /* failed contexts the zygote named for us to reap (FORKED, a < 0, b > 0) */
+    struct { int pidfd; unsigned tries; } reaps[REAP_MAX];
+    unsigned nreaps;
     char lost_reason[128];
     /* requests */
     struct zreq *head, *tail;
@@ -90,6 +102,7 @@ static struct {
 static void zygote_lost(const char *reason);
 static void on_poll(uv_poll_t *h, int status, int events);
 static void on_lost_timer(uv_timer_t *t);
+static void reap_later(pid_t pid);
 
 static int copy_str(char *dst, const char *src, const char *def)
 {
@@ -187,14 +200,51 @@ static void handle_forked(const struct zyg_hdr *h, const char *payload)
     const char *msg = NULL;
     if (h->a <= 0)
         msg = h->len && payload[h->len - 1] == '\0' ? payload : "the zygote could not fork";
-    /* A failed context the zygote created as our child (b = its host pid): the zygote
-     * killed it and saw it exit before replying, so this does not block. */
+    /* A failed context the zygote killed (b = its host pid): ours to reap, once it has
+     * exited (the zygote waits for no child) and, on the double-fork way, once its
+     * exiting intermediate has left it to us. */
     if (h->a <= 0 && h->b > 0)
-        (void)waitpid((pid_t)h->b, NULL, WNOHANG);
+        reap_later((pid_t)h->b);
     zyg_fork_cb cb = r->cb;
     void *arg = r->arg;
     req_free(r);
     cb(h->a > 0 ? (pid_t)h->a : (h->a < 0 ? h->a : -EIO), h->a > 0 ? (pid_t)h->b : 0, msg, arg);
+}
+
+/* Try to reap each pending failed context, through its pidfd (never another process
+ * that reused its pid); waitid says ECHILD while it is not our child yet. */
+static void on_reap_timer(uv_timer_t *t)
+{
+    for (unsigned i = Z.nreaps; i-- > 0;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int rc = waitid((idtype_t)P_PIDFD, (id_t)Z.reaps[i].pidfd, &si, WEXITED | WNOHANG);
+        bool done = rc == 0 && si.si_pid != 0;
+        if (!done && ++Z.reaps[i].tries >= REAP_TRIES)
+            log_warn("zygote: a failed context was not reaped within %d ms",
+                     REAP_MS * REAP_TRIES);
+        if (done || Z.reaps[i].tries >= REAP_TRIES) {
+            close(Z.reaps[i].pidfd);
+            Z.reaps[i] = Z.reaps[--Z.nreaps];
+        }
+    }
+    if (Z.nreaps)
+        uv_timer_start(t, on_reap_timer, REAP_MS, 0);
+}
+
+static void reap_later(pid_t pid)
+{
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        return;   /* gone already (reaped) */
+    if (Z.nreaps == REAP_MAX || !Z.timers_open) {
+        log_warn("zygote: too many failed contexts to reap, pid %d left", (int)pid);
+        close(fd);
+        return;
+    }
+    Z.reaps[Z.nreaps].pidfd = fd;
+    Z.reaps[Z.nreaps++].tries = 0;
+    on_reap_timer(&Z.reap_timer);
 }
 
 static void set_ready(const struct zyg_hdr *h, const char *payload)
@@ -453,7 +503,8 @@ int zyg_start(uv_loop_t *loop, const struct zyg_config *cfg, char *err, size_t e
     Z.version[0] = '\0';
     uv_timer_init(loop, &Z.timer);
     uv_timer_init(loop, &Z.lost_timer);
-    Z.timer.data = Z.lost_timer.data = NULL;
+    uv_timer_init(loop, &Z.reap_timer);
+    Z.timer.data = Z.lost_timer.data = Z.reap_timer.data = NULL;
     Z.timers_open = true;
     int rc = spawn_zygote(err, errlen);
     if (rc) {
@@ -586,7 +637,8 @@ pid_t zyg_pid(void)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-    if (h == (uv_handle_t *)&Z.lost_timer)
+    (void)h;
+    if (--Z.timers_closing == 0)
         Z.timers_open = false;
 }
 
@@ -602,8 +654,13 @@ void zyg_stop(void)
     if (Z.proc_open && Z.proc_exited && !uv_is_closing((uv_handle_t *)&Z.proc))
         uv_close((uv_handle_t *)&Z.proc, on_proc_closed);
     if (!already && Z.timers_open && !uv_is_closing((uv_handle_t *)&Z.timer)) {
+        Z.timers_closing = 3;
         uv_close((uv_handle_t *)&Z.timer, on_timer_closed);
         uv_close((uv_handle_t *)&Z.lost_timer, on_timer_closed);
+        uv_close((uv_handle_t *)&Z.reap_timer, on_timer_closed);
+        for (unsigned i = 0; i < Z.nreaps; i++)
+            close(Z.reaps[i].pidfd);
+        Z.nreaps = 0;
     }
     fail_all(-ECANCELED, "the Python zygote was stopped");
 }

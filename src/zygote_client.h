@@ -35,7 +35,9 @@ struct zyg_config {
 /* Called exactly once per accepted request, on the loop. pid is the context's host pid
  * (> 0) or -errno (-EPIPE when the zygote died, -ECANCELED at zyg_stop()); ns_pid is its
  * pid inside the sandbox (for jail_adopt()) when pid > 0; msg is a sentence when pid < 0,
- * else NULL. The context then sends `ready` on its channel by itself. */
+ * else NULL. pid > 0 means the process exists, not that it entered the sandbox: the
+ * context then sends `ready` (or `failed`, and exits 127) on its channel by itself, and
+ * the caller bounds that wait (the zygote never waits for a context). */
 typedef void (*zyg_fork_cb)(pid_t pid, pid_t ns_pid, const char *msg, void *arg);
 
 /* Spawn the zygote (its control socket on fd 3) and wait for its `ready`. 0, or -errno

@@ -306,6 +306,13 @@ int main(int argc, char **argv)
     /* The runtimes mount is for the inner's mount table only: never for a child. */
     if (cfg.runtimes_fd >= 0 && fcntl(cfg.runtimes_fd, F_SETFD, FD_CLOEXEC) < 0)
         cfg.runtimes_fd = -1;
+    /* /proc/1/cmdline is readable inside the sandbox: show our name, not the host path
+     * we were started from (the build dir). Only argv[0]: cfg points into the others
+     * (the daemon passes none, see jail.c: the arguments travel in the environment). */
+    size_t arg0 = strlen(argv[0]);
+    memset(argv[0], 0, arg0);
+    if (arg0 >= sizeof "sandboxd-init" - 1)
+        memcpy(argv[0], "sandboxd-init", sizeof "sandboxd-init" - 1);
     /* Die with the daemon: a sandbox without its daemon has nobody to report to. */
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (getppid() == 1)

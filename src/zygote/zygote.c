@@ -17,17 +17,23 @@
  * modules, sandboxd_runtime.preload(), gc.freeze() (so a child's collections never write
  * to the shared pages), the seccomp filter compiled once, then malloc_trim() and no free
  * memory left where a child would allocate from shared pages (every free heap chunk and
- * every free block of a used pymalloc pool allocated for good). Then `ready`.
+ * every free block of a used pymalloc pool allocated for good). Before that, every host
+ * path the interpreter holds is rewritten to the sandbox's side and argv is cleared
+ * (hide_host_paths, hide_argv). Then `ready`.
  *
- * The loop: one request at a time, blocking. Each request is checked (sizes, NUL
- * termination, exactly three fds, cgroup paths under /sys/fs/cgroup/), then the context
- * is created directly in the sandbox's pid namespace as the daemon's child (one
- * clone3, see "creating the context process" below); the reply waits for the child's
- * report (bounded by REPORT_TIMEOUT_MS). A failed child is killed and waited for before
- * the reply, which names it for the daemon to reap. Where the direct way is not
- * available, the child forks once more inside jail_enter(); the intermediate process is
- * then reaped after the reply (its exit takes milliseconds), while the loop waits for
- * the next request, so no zombie outlives the next idle moment.
+ * The loop never waits for a child (each runs in its sandbox's cgroups from its first
+ * step: waiting for it would run this loop, and every tenant's context creation, at that
+ * sandbox's CPU quota). Each request is checked (sizes, NUL termination, exactly three
+ * fds, cgroup paths under /sys/fs/cgroup/), then the context is created directly in the
+ * sandbox's pid namespace as the daemon's child (one clone3, see "creating the context
+ * process" below) and the reply leaves at once, with the pid inside read from the
+ * clone's pidfd; the child tells its own success ("ready") or failure ("failed") on the
+ * context's channel. Where the direct way is not available (a non-root daemon), the
+ * child forks once more inside jail_enter(); the reply then needs the intermediate's
+ * report, which is awaited in the same poll() as new requests, each with its own
+ * deadline (REPORT_TIMEOUT_MS), and exited intermediates are reaped without blocking.
+ * The request is dropped as soon as the child has its copy (zyg_forget_request): no later
+ * child inherits another tenant's environment, cwd or cgroup paths.
  * The daemon is trusted (it is our parent and the only peer of the socket), but the
  * checks keep a daemon bug from becoming a zygote crash.
  *
@@ -53,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -77,47 +84,32 @@ static struct opts {
     char preload[1024];             /* comma-separated module names */
 } opt = { .inside_runtimes = "/opt/sandboxd" };
 
-static char host_python_dir[PATH_CAP], inside_python_dir[PATH_CAP];
+static char host_python_dir[PATH_CAP];
+static char host_mpl_cache[PATH_CAP];   /* --mpl-cache as given (before a private copy) */
 static struct jail_sc_prog seccomp_prog;
-static char msgbuf[ZYG_MSG_MAX];
+/* The receive buffer: its own mapping (see zyg_forget_request), ZYG_MSG_MAX bytes. */
+static char *msgbuf;
+static struct zyg_req req;   /* the request being served, parsed in place in msgbuf */
 static unsigned unreaped;   /* intermediates forked and not yet waited for */
 
-/* The environment every context starts from is replaced in the grandchild by _enter()
+/* The environment every context starts from is replaced in the child by _enter()
  * (os.environ and the C environment together: clearenv() ran before, os.environ's
  * mapping is emptied directly instead of key by key, which would call unsetenv() and
  * rebuild its key list once per key).
- * The runtime package must be importable from the sandbox's path of the runtimes dir:
- * packages imported before fork keep their host __path__, so submodules imported
- * lazily would not be found. _prepare() does that once in the zygote, after preload:
- * it appends the sandbox's path to each such package's __path__ and puts it on
- * sys.path right after the host dir (neither exists on the other side of the mount
- * namespace, so a lookup there just falls through); the child only removes the host
- * dir from sys.path. Measured: rewriting the paths and calling
- * importlib.invalidate_caches() in each child wrote to ~4 MiB of the zygote's pages
- * (every cached FileFinder) and took ~2 ms; no cache needs invalidating, because no
- * finder for the sandbox's path was created before fork and a finder of a host path
- * re-reads its directory when its mtime changes (it is missing in the sandbox). */
+ * Host paths (the runtimes dir, IPython's and matplotlib's dirs) are gone from the
+ * interpreter before the first fork (hide_host_paths): a module the runtime package
+ * imports lazily in a context is found under the sandbox's path of the runtimes dir.
+ * No import cache needs invalidating in the child: no finder for the sandbox's path was
+ * created before fork, and the host path's finders are dropped. Measured (before):
+ * rewriting the paths and calling importlib.invalidate_caches() in each child wrote to
+ * ~4 MiB of the zygote's pages (every cached FileFinder) and took ~2 ms. */
 static const char enter_src[] =
-    "import os, sys\n"
-    "def _prepare(host_dir, inside_dir):\n"
-    "    if host_dir == inside_dir:\n"
-    "        return\n"
-    "    for m in list(sys.modules.values()):\n"
-    "        path = getattr(m, '__path__', None)\n"
-    "        if isinstance(path, list):\n"
-    "            path += [inside_dir + p[len(host_dir):] for p in path\n"
-    "                     if p.startswith(host_dir + '/')]\n"
-    "    sys.path.insert(sys.path.index(host_dir) + 1, inside_dir)\n"
-    "    for p in list(sys.path_importer_cache):\n"
-    "        if p == inside_dir or p.startswith(inside_dir + '/'):\n"
-    "            del sys.path_importer_cache[p]\n"
-    "def _enter(env, host_dir, inside_dir):\n"
+    "import os\n"
+    "def _enter(env):\n"
     "    os.environ._data.clear()\n"
     "    for item in env:\n"
     "        key, _, value = item.partition('=')\n"
-    "        os.environ[key] = value\n"
-    "    if host_dir != inside_dir and host_dir in sys.path:\n"
-    "        sys.path.remove(host_dir)\n";
+    "        os.environ[key] = value\n";
 
 /* Reply to request id: a = result, b = inside pid, msg optional. */
 static void reply(uint32_t id, int32_t a, int32_t b, const char *msg)
@@ -320,6 +312,7 @@ static int set_environment(char *err, size_t errlen)
     }
     if (setenv("IPYTHONDIR", opt.ipython_dir, 1) < 0)
         goto fail;
+    memcpy(host_mpl_cache, opt.mpl_cache, sizeof host_mpl_cache);
     if (opt.mpl_cache[0] && access(opt.mpl_cache, W_OK) < 0 &&
         private_mpl_dir(opt.mpl_cache, sizeof opt.mpl_cache) < 0)
         goto fail;
@@ -530,6 +523,79 @@ static void fill_pools(void)
     }
 }
 
+/* ---- host paths -----------------------------------------------------------------------
+ *
+ * What the zygote imported and configured names host directories: the runtimes dir (a
+ * checkout), IPython's dir (in the daemon's state dir), matplotlib's font cache (in the
+ * build dir). A context must show sandbox-side names only (docs/security.md, class 11),
+ * so before the first fork every such string the interpreter keeps is rewritten to the
+ * sandbox's side: the runtimes dir to where the sandbox mounts it (--inside-runtimes),
+ * IPython's and matplotlib's dirs to names below it (they exist only on the host; what
+ * was read from them is in memory already, and a context never writes there).
+ * sandboxd_runtime.hostpaths.rewrite() does the dicts and lists and returns the code
+ * objects whose co_filename must change; that field is set here, in place, because
+ * code objects are immutable from Python and replacing them would drop the bytecode
+ * the warm-up runs quickened (see preload.py) and leave old references behind.
+ * Done once, in the zygote: no cost per context. The zygote's own argv (checkout and
+ * state paths, shown by /proc/PID/cmdline of every context) is cleared in main(). */
+
+/* map[host] = inside, and the same for host's canonical path when it differs. */
+static int map_path(PyObject *map, const char *host, const char *inside)
+{
+    if (!host[0])
+        return 0;
+    char canon[PATH_MAX];
+    const char *hosts[2] = { host, realpath(host, canon) };
+    for (int i = 0; i < 2; i++) {
+        if (!hosts[i] || (i == 1 && !strcmp(hosts[0], hosts[1])))
+            continue;
+        PyObject *k = PyUnicode_DecodeFSDefault(hosts[i]), *v = PyUnicode_DecodeFSDefault(inside);
+        int rc = k && v ? PyDict_SetItem(map, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int hide_host_paths(char *err, size_t errlen)
+{
+    char ipy[PATH_CAP], mpl[PATH_CAP];
+    if (join_path(ipy, opt.inside_runtimes, "/ipython") ||
+        join_path(mpl, opt.inside_runtimes, "/mpl-cache")) {
+        snprintf(err, errlen, "--inside-runtimes too long");
+        return -ENAMETOOLONG;
+    }
+    PyObject *map = PyDict_New(), *mod = NULL, *pairs = NULL;
+    int rc = -1;
+    if (!map || map_path(map, opt.runtimes, opt.inside_runtimes) ||
+        map_path(map, opt.ipython_dir, ipy) || map_path(map, host_mpl_cache, mpl))
+        goto out;
+    mod = PyImport_ImportModule("sandboxd_runtime.hostpaths");
+    pairs = mod ? PyObject_CallMethod(mod, "rewrite", "O", map) : NULL;
+    if (!pairs || !PyList_Check(pairs))
+        goto out;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyCode_Check(PyTuple_GET_ITEM(pair, 0)) || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1)))
+            continue;
+        PyCodeObject *co = (PyCodeObject *)PyTuple_GET_ITEM(pair, 0);
+        PyObject *name = PyTuple_GET_ITEM(pair, 1);
+        Py_INCREF(name);
+        Py_SETREF(co->co_filename, name);
+    }
+    rc = 0;
+out:
+    if (rc)
+        python_error(err, errlen, "hiding host paths");
+    Py_XDECREF(pairs);
+    Py_XDECREF(mod);
+    Py_XDECREF(map);
+    return rc;
+}
+
 /* Import --preload modules, run sandboxd_runtime.preload(), prepare the child's helpers. */
 static int preload(char *err, size_t errlen)
 {
@@ -568,19 +634,13 @@ static int preload(char *err, size_t errlen)
     Py_XDECREF(res);
     zyg_py.enter_fn = res && globals ? PyDict_GetItemString(globals, "_enter") : NULL;
     Py_XINCREF((PyObject *)zyg_py.enter_fn);
-    PyObject *prep = res && globals ? PyDict_GetItemString(globals, "_prepare") : NULL;
-    PyObject *pr = prep ? PyObject_CallFunction(prep, "ss", host_python_dir, inside_python_dir)
-                        : NULL;
-    if (!pr)
-        zyg_py.enter_fn = NULL;   /* reported below */
-    Py_XDECREF(pr);
     Py_XDECREF(globals);
     if (!zyg_py.serve_fn || !zyg_py.enter_fn) {
         python_error(err, errlen, "preparing the context entry");
         return -EINVAL;
     }
-    zyg_py.host_python_dir = host_python_dir;
-    zyg_py.inside_python_dir = inside_python_dir;
+    if (hide_host_paths(err, errlen))
+        return -EINVAL;
     /* Everything alive now is shared by all children: move it out of the collector's
      * generations so that a child's collection never writes to (and copies) its pages. */
     int rc = call_noargs("gc", "freeze", err, errlen);
@@ -625,32 +685,6 @@ static long long now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Read one int32 record from the report pipe before deadline. 1, 0 at EOF, -errno. */
-static int read_record(int fd, int32_t *v, long long deadline)
-{
-    size_t got = 0;
-    char *b = (char *)v;
-    while (got < sizeof *v) {
-        long long left = deadline - now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
-            continue;
-        ssize_t n = read(fd, b + got, sizeof *v - got);
-        if (n < 0 && errno != EINTR)
-            return -errno;
-        if (n == 0)
-            return 0;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    return 1;
 }
 
 /* ---- creating the context process ----------------------------------------------------
@@ -749,135 +783,242 @@ static pid_t clone_into(int pidfd, int *child_pidfd)
     return pid < 0 ? -err : (pid_t)pid;
 }
 
-/* After a failed direct start: make sure the child (the daemon's child) is dead, so the
- * daemon can reap it when it gets the reply. */
-static void direct_kill(int child_pidfd)
+/* The context's pid inside the sandbox: the last field of the NSpid line in its pidfd's
+ * fdinfo (the innermost pid namespace). Readable for a zombie too (the context is the
+ * daemon's child, and the daemon reaps only what it was told about). > 0 or -errno. */
+static pid_t inside_pid(int child_pidfd)
 {
-    (void)syscall(SYS_pidfd_send_signal, child_pidfd, SIGKILL, NULL, 0);
-    struct pollfd p = { .fd = child_pidfd, .events = POLLIN };
-    (void)poll(&p, 1, 1000);
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", child_pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int e = errno;
+    close(fd);
+    if (n <= 0)
+        return n < 0 ? -e : -EIO;
+    buf[n] = '\0';
+    char *l = strstr(buf, "\nNSpid:");
+    if (!l)
+        return -ENOSYS;
+    l += strlen("\nNSpid:");
+    long last = -1;
+    for (;;) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        if (end == l)
+            break;
+        last = v;
+        l = end;
+    }
+    return last > 0 ? (pid_t)last : -ESRCH;
 }
 
-/* Fork one context for r and reply. The request's fds are closed here. */
-static void serve_request(struct zyg_req *r)
+/* Forget the request once the child has its copy: no later child is forked with this
+ * tenant's cgroup paths, cwd or environment (class 1 of docs/security.md). The request
+ * is parsed in place (parse_request only points into msgbuf; the Python objects a
+ * context needs are built in the child), so the buffer and the parsed struct are all
+ * there is. The buffer's pages are dropped (MADV_DONTNEED: the next touch finds zeros)
+ * rather than written: zeroing them would first copy each page the child shares with
+ * us (16 page copies per context) and leave the child the only owner of the old ones;
+ * dropped, they stay the child's until it drops them too (zygote_child.c, once the
+ * environment is built), and nothing is copied. explicit_bzero if madvise fails. */
+void zyg_forget_request(void)
 {
-    char msg[256];
-    int rp[2], pidfd = -1, child_pidfd = -1;
-    /* A request with an anchor (non-root daemon) cannot be served the direct way: only
-     * the child, once in the sandbox's user namespace, may join its pid namespace. */
-    const bool direct_on = direct.on && !r->entry.anchor_pid;
-    if (pipe2(rp, O_CLOEXEC) < 0) {
-        snprintf(msg, sizeof msg, "zygote: pipe: %s", strerror(errno));
-        reply(r->id, -errno, 0, msg);
-        return;
-    }
-    if (direct_on) {
-        pidfd = (int)syscall(SYS_pidfd_open, r->entry.ns_pid, 0);
-        if (pidfd < 0) {
-            int e = errno;
-            close(rp[0]);
-            close(rp[1]);
-            close(r->channel_fd);
-            close(r->stdout_fd);
-            close(r->stderr_fd);
-            snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(e));
-            reply(r->id, -e, 0, msg);
-            return;
-        }
-    }
-    (void)call_noargs("gc", "freeze", msg, sizeof msg);
-    PyOS_BeforeFork();
-    pid_t pid;
-    if (direct_on) {
-        pid = clone_into(pidfd, &child_pidfd);
-        if (pid < 0) {
-            errno = -pid;
-            pid = -1;
-        }
-    } else {
-        pid = fork();
-    }
-    if (pid == 0) {
-        PyOS_AfterFork_Child();
-        close(rp[0]);
-        zyg_child_main(r, rp[1], pidfd, &seccomp_prog);
-    }
-    int fork_errno = errno;
-    PyOS_AfterFork_Parent();
-    if (pidfd >= 0)
-        close(pidfd);
-    close(rp[1]);
+    if (msgbuf && madvise(msgbuf, ZYG_MSG_MAX, MADV_DONTNEED) < 0)
+        explicit_bzero(msgbuf, ZYG_MSG_MAX);
+    explicit_bzero(&req, sizeof req);
+}
+
+static void forget_request(struct zyg_req *r)
+{
+    (void)r;   /* always &req */
+    zyg_forget_request();
+}
+
+static void close_request_fds(struct zyg_req *r)
+{
     close(r->channel_fd);
     close(r->stdout_fd);
     close(r->stderr_fd);
+}
+
+/* The direct way: clone the context into the sandbox's pid namespace and reply at once
+ * with its host pid and its pid inside. Nothing here waits for the child, which joins the
+ * sandbox's cgroups first thing and would make this loop run at that sandbox's CPU
+ * quota: whatever happens to it later (entering the sandbox failed, or it got ready)
+ * reaches the daemon on the context's own channel ({"type":"failed"} or "ready") and
+ * as its exit status, and the daemon bounds the wait with the context start timeout. */
+static void serve_direct(struct zyg_req *r)
+{
+    char msg[256];
+    int child_pidfd = -1;
+    uint32_t id = r->id;
+    int pidfd = (int)syscall(SYS_pidfd_open, r->entry.ns_pid, 0);
+    if (pidfd < 0) {
+        int e = errno;
+        close_request_fds(r);
+        forget_request(r);
+        snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(e));
+        reply(id, -e, 0, msg);
+        return;
+    }
+    (void)call_noargs("gc", "freeze", msg, sizeof msg);
+    PyOS_BeforeFork();
+    pid_t pid = clone_into(pidfd, &child_pidfd);
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+        zyg_child_main(r, -1, pidfd, &seccomp_prog);
+    }
+    PyOS_AfterFork_Parent();
+    close(pidfd);
+    close_request_fds(r);
+    forget_request(r);
+    if (pid < 0) {
+        snprintf(msg, sizeof msg, "zygote: clone: %s", strerror(-pid));
+        reply(id, pid, 0, msg);
+        return;
+    }
+    pid_t inside = inside_pid(child_pidfd);
+    if (inside < 0) {
+        /* Not seen in practice (the fdinfo of a pidfd always has NSpid). The child is
+         * killed, not waited for: b names it for the daemon to reap. */
+        (void)syscall(SYS_pidfd_send_signal, child_pidfd, SIGKILL, NULL, 0);
+        snprintf(msg, sizeof msg, "zygote: the context's pid in the sandbox: %s",
+                 strerror(-inside));
+        reply(id, inside, pid, msg);
+    } else {
+        reply(id, pid, inside, NULL);
+    }
+    close(child_pidfd);
+}
+
+/* ---- the double-fork way: replies that wait for the intermediate ---------------------
+ *
+ * Without the direct way (a daemon run by an ordinary user) the context's host pid is
+ * known only to the intermediate process of jail_enter(), which already runs in the
+ * sandbox's cgroups. Its report (and the context's pid inside) is awaited here, but
+ * never by blocking: each request waiting for its records has a slot with its own
+ * deadline, and serve_loop() polls the control socket and every slot's report pipe
+ * together. A sandbox starved of CPU so delays only its own contexts. A slot holds no
+ * tenant data: an id, a descriptor, pids. */
+#define MAX_WAITING 256
+
+struct waiting {
+    uint32_t id;
+    int rp;               /* read end of the report pipe (non-blocking) */
+    pid_t mid;            /* the intermediate (our child, reaped by reap_children) */
+    int32_t host, inside; /* records received so far (0 = not yet) */
+    long long deadline;
+};
+static struct waiting waiting[MAX_WAITING];
+static unsigned nwaiting;
+
+/* Reply for slot i with result (host pid or -errno) and free the slot. On failure the
+ * context (if it was created) is killed; b then names it for the daemon to reap. */
+static void waiting_done(unsigned i, int32_t result, const char *msg)
+{
+    struct waiting *w = &waiting[i];
+    int32_t b = w->inside;
+    if (result < 0) {
+        if (w->host > 0)
+            kill(w->host, SIGKILL);
+        if (w->mid > 0)
+            kill(w->mid, SIGKILL);   /* stuck in its sandbox: it is ours to reap */
+        b = w->host > 0 ? w->host : 0;
+    }
+    reply(w->id, result, b, msg);
+    close(w->rp);
+    waiting[i] = waiting[--nwaiting];
+}
+
+/* Read what slot i's report pipe holds. Up to two records, in either order: the
+ * intermediate's (host pid or -errno) and the context's (tagged: pid inside or -errno). */
+static void waiting_read(unsigned i)
+{
+    struct waiting *w = &waiting[i];
+    char msg[256];
+    for (;;) {
+        int32_t v;
+        ssize_t n = read(w->rp, &v, sizeof v);   /* records are written whole (< PIPE_BUF) */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n != (ssize_t)sizeof v) {
+            snprintf(msg, sizeof msg, "the context died while entering the sandbox (no report)");
+            waiting_done(i, -ECHILD, msg);
+            return;
+        }
+        if (ZYG_REPORT_IS_INSIDE(v) && v > 0) {
+            w->inside = v & 0x3fffffff;
+        } else if (ZYG_REPORT_IS_INSIDE(v)) {
+            int32_t e = -(-v - 0x40000000);
+            snprintf(msg, sizeof msg, "the context could not drop privileges in the sandbox: %s",
+                     strerror(-e));
+            waiting_done(i, e, msg);
+            return;
+        } else if (v > 0) {
+            w->host = v;
+        } else {
+            int32_t e = v ? v : -EIO;
+            snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(-e));
+            waiting_done(i, e, msg);
+            return;
+        }
+        if (w->host > 0 && w->inside > 0) {
+            waiting_done(i, w->host, NULL);
+            return;
+        }
+    }
+}
+
+static void serve_forked(struct zyg_req *r)
+{
+    char msg[256];
+    int rp[2];
+    uint32_t id = r->id;
+    if (nwaiting == MAX_WAITING || pipe2(rp, O_CLOEXEC) < 0) {
+        int e = nwaiting == MAX_WAITING ? EAGAIN : errno;
+        close_request_fds(r);
+        forget_request(r);
+        snprintf(msg, sizeof msg, "zygote: %s", nwaiting == MAX_WAITING
+                 ? "too many contexts are entering their sandboxes" : strerror(e));
+        reply(id, -e, 0, msg);
+        return;
+    }
+    (void)call_noargs("gc", "freeze", msg, sizeof msg);
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+        close(rp[0]);
+        zyg_child_main(r, rp[1], -1, &seccomp_prog);
+    }
+    int fork_errno = errno;
+    PyOS_AfterFork_Parent();
+    close(rp[1]);
+    close_request_fds(r);
+    forget_request(r);
     if (pid < 0) {
         close(rp[0]);
         snprintf(msg, sizeof msg, "zygote: fork: %s", strerror(fork_errno));
-        reply(r->id, -fork_errno, 0, msg);
+        reply(id, -fork_errno, 0, msg);
         return;
     }
-    /* Up to two records, in either order: the intermediate's (host pid or -errno) and
-     * the grandchild's (tagged: pid inside or -errno). */
-    long long deadline = now_ms() + REPORT_TIMEOUT_MS;
-    int32_t host = direct_on ? pid : 0, inside = 0, inside_err = 0, outer_err = 0;
-    int rc = 1;
-    while (rc == 1 && !outer_err && !inside_err && !(host > 0 && inside > 0)) {
-        int32_t v;
-        rc = read_record(rp[0], &v, deadline);
-        if (rc != 1)
-            break;
-        if (ZYG_REPORT_IS_INSIDE(v) && v > 0)
-            inside = v & 0x3fffffff;
-        else if (ZYG_REPORT_IS_INSIDE(v))
-            inside_err = -(-v - 0x40000000);
-        else if (v > 0)
-            host = v;
-        else
-            outer_err = v ? v : -EIO;
-    }
-    int32_t result;
-    if (host > 0 && inside > 0) {
-        result = host;
-        msg[0] = '\0';
-    } else if (outer_err) {
-        result = outer_err;
-        snprintf(msg, sizeof msg, "entering the sandbox failed: %s", strerror(-result));
-    } else if (inside_err) {
-        result = inside_err;
-        snprintf(msg, sizeof msg, "the context could not drop privileges in the sandbox: %s",
-                 strerror(-result));
-    } else {
-        result = rc == 0 ? -ECHILD : rc;
-        snprintf(msg, sizeof msg, "the context died while entering the sandbox (%s)",
-                 rc == 0 ? "no report" : strerror(-rc));
-        if (rc == -ETIMEDOUT && !direct_on) {
-            kill(pid, SIGKILL);
-            if (host > 0)
-                kill(host, SIGKILL);
-        }
-    }
-    close(rp[0]);
-    if (direct_on) {
-        /* The context is the daemon's child. On failure it is killed and waited for,
-         * and b carries its host pid for the daemon to reap. */
-        if (result < 0)
-            direct_kill(child_pidfd);
-        close(child_pidfd);
-        reply(r->id, result, result > 0 ? inside : pid, msg[0] ? msg : NULL);
-        return;
-    }
-    /* Reply first: the intermediate has _exit()ed right after its report (or was
-     * killed), but tearing down its copy of our address space takes milliseconds; it is
-     * reaped afterwards (reap_children), off the daemon's critical path. */
-    reply(r->id, result, result > 0 ? inside : 0, msg[0] ? msg : NULL);
     unreaped++;
+    (void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
+    waiting[nwaiting++] = (struct waiting){
+        .id = id, .rp = rp[0], .mid = pid, .deadline = now_ms() + REPORT_TIMEOUT_MS,
+    };
 }
 
-/* Reap exited intermediates; block only when block is set. */
-static void reap_children(bool block)
+/* Reap exited intermediates, never blocking. */
+static void reap_children(void)
 {
     while (unreaped > 0) {
-        pid_t p = waitpid(-1, NULL, block ? 0 : WNOHANG);
+        pid_t p = waitpid(-1, NULL, WNOHANG);
         if (p < 0 && errno == EINTR)
             continue;
         if (p <= 0) {
@@ -886,53 +1027,113 @@ static void reap_children(bool block)
             return;
         }
         unreaped--;
+        for (unsigned i = 0; i < nwaiting; i++)
+            if (waiting[i].mid == p)
+                waiting[i].mid = 0;   /* gone: never signal its pid again */
     }
 }
 
+/* Take one request from the control socket, if one is waiting. 1 to go on, 0 when the
+ * daemon is gone, -1 on a socket error. */
+static int take_request(void)
+{
+    struct zyg_hdr h;
+    int fds[ZYG_MAX_FDS], nfds = 0;
+    int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, ZYG_MSG_MAX - sizeof h, fds, &nfds, 1);
+    if (rc == -EAGAIN)
+        return 1;
+    if (rc == 0)
+        return 0;
+    if (rc == -EBADMSG) {
+        zyg_forget_request();
+        if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
+            reply(h.id, -EBADMSG, 0, "zygote: malformed request");
+        return 1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
+        return -1;
+    }
+    if (h.type != ZYG_FORK || nfds != 3) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        zyg_forget_request();
+        if (h.type == ZYG_FORK)
+            reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
+        return 1;
+    }
+    req.id = h.id;
+    req.channel_fd = fds[0];
+    req.stdout_fd = fds[1];
+    req.stderr_fd = fds[2];
+    if (parse_request(&h, msgbuf, &req)) {
+        close_request_fds(&req);
+        forget_request(&req);
+        reply(h.id, -EINVAL, 0, "zygote: invalid fork request");
+        return 1;
+    }
+    /* A request with an anchor (non-root daemon) cannot be served the direct way: only
+     * the child, once in the sandbox's user namespace, may join its pid namespace. */
+    if (direct.on && !req.entry.anchor_pid)
+        serve_direct(&req);
+    else
+        serve_forked(&req);
+    return 1;
+}
+
+/* One loop, never blocked by a child: the control socket and the report pipes of the
+ * requests still waiting (double-fork way) are polled together; deadlines and exited
+ * intermediates are handled on each turn. */
 static int serve_loop(void)
 {
+    static struct pollfd p[1 + MAX_WAITING];
     for (;;) {
-        /* While intermediates are still exiting, wake up to reap them. */
-        while (unreaped) {
-            struct pollfd p = { .fd = ZYG_CTL_FD, .events = POLLIN };
-            reap_children(false);
-            if (!unreaped || poll(&p, 1, 20) > 0)
-                break;
+        long long now = now_ms(), timeout = -1;
+        p[0] = (struct pollfd){ .fd = ZYG_CTL_FD, .events = POLLIN };
+        for (unsigned i = 0; i < nwaiting; i++) {
+            p[1 + i] = (struct pollfd){ .fd = waiting[i].rp, .events = POLLIN };
+            long long left = waiting[i].deadline - now;
+            if (timeout < 0 || left < timeout)
+                timeout = left < 0 ? 0 : left;
         }
-        struct zyg_hdr h;
-        int fds[ZYG_MAX_FDS], nfds = 0;
-        int rc = zyg_recv(ZYG_CTL_FD, &h, msgbuf, sizeof msgbuf - sizeof h, fds, &nfds, 0);
-        if (rc == 0)
-            return 0;   /* the daemon is gone */
-        if (rc == -EBADMSG) {
-            if (h.magic == ZYG_MAGIC && h.type == ZYG_FORK)
-                reply(h.id, -EBADMSG, 0, "zygote: malformed request");
-            continue;
-        }
-        if (rc < 0) {
-            fprintf(stderr, "sandboxd-zygote: control socket: %s\n", strerror(-rc));
+        if (unreaped && (timeout < 0 || timeout > 20))
+            timeout = 20;   /* intermediates exit within milliseconds of their report */
+        unsigned n = nwaiting;
+        int pr = poll(p, 1 + n, (int)timeout);
+        if (pr < 0 && errno != EINTR) {
+            fprintf(stderr, "sandboxd-zygote: poll: %s\n", strerror(errno));
             return 1;
         }
-        if (h.type != ZYG_FORK || nfds != 3) {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            if (h.type == ZYG_FORK)
-                reply(h.id, -EINVAL, 0, "zygote: a fork request needs exactly 3 fds");
-            continue;
+        reap_children();
+        /* Slots move when one is freed (the last takes its place): walk backwards, each
+         * slot matched with its pollfd by descriptor. */
+        for (unsigned i = n; pr > 0 && i-- > 0;)
+            if (p[1 + i].revents && i < nwaiting && waiting[i].rp == p[1 + i].fd)
+                waiting_read(i);
+        now = now_ms();
+        for (unsigned i = nwaiting; i-- > 0;)
+            if (waiting[i].deadline <= now)
+                waiting_done(i, -ETIMEDOUT, "the context did not report from its sandbox in "
+                             "time (killed)");
+        if (pr > 0 && p[0].revents) {
+            int rc = take_request();
+            if (rc <= 0)
+                return rc < 0 ? 1 : 0;
         }
-        static struct zyg_req req;
-        req.id = h.id;
-        req.channel_fd = fds[0];
-        req.stdout_fd = fds[1];
-        req.stderr_fd = fds[2];
-        if (parse_request(&h, msgbuf, &req)) {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
-            reply(h.id, -EINVAL, 0, "zygote: invalid fork request");
-            continue;
-        }
-        serve_request(&req);
     }
+}
+
+/* Every context is a copy of this process, and /proc/PID/cmdline shows the memory argv
+ * was in: host paths (the checkout, the state dir). Its strings are copied in opt now;
+ * the area becomes "sandboxd-zygote" followed by NULs (the kernel shows up to the first
+ * NUL when the area ends with one). */
+static void hide_argv(int argc, char **argv)
+{
+    char *start = argv[0], *end = argv[argc - 1] + strlen(argv[argc - 1]);
+    static const char name[] = "sandboxd-zygote";
+    memset(start, 0, (size_t)(end - start));
+    if ((size_t)(end - start) >= sizeof name)
+        memcpy(start, name, sizeof name);
 }
 
 int main(int argc, char **argv)
@@ -951,8 +1152,8 @@ int main(int argc, char **argv)
     (void)fcntl(ZYG_CTL_FD, F_SETFD, FD_CLOEXEC);
     if (parse_args(argc, argv))
         return 2;
-    if (join_path(host_python_dir, opt.runtimes, "/python") ||
-        join_path(inside_python_dir, opt.inside_runtimes, "/python")) {
+    hide_argv(argc, argv);
+    if (join_path(host_python_dir, opt.runtimes, "/python")) {
         fprintf(stderr, "sandboxd-zygote: runtimes path too long\n");
         return 2;
     }
@@ -986,6 +1187,20 @@ int main(int argc, char **argv)
     char version[64];
     snprintf(version, sizeof version, "%s", Py_GetVersion());
     version[strcspn(version, " ")] = '\0';
+    /* The host paths given on the command line are not needed any more: every child
+     * would carry them in its copy of our data (hide_host_paths covered the interpreter). */
+    explicit_bzero(opt.runtimes, sizeof opt.runtimes);
+    explicit_bzero(opt.mpl_cache, sizeof opt.mpl_cache);
+    explicit_bzero(opt.ipython_dir, sizeof opt.ipython_dir);
+    explicit_bzero(host_python_dir, sizeof host_python_dir);
+    explicit_bzero(host_mpl_cache, sizeof host_mpl_cache);
+    msgbuf = mmap(NULL, ZYG_MSG_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (msgbuf == MAP_FAILED) {
+        msgbuf = NULL;
+        rc = -errno;
+        snprintf(err, sizeof err, "mapping the receive buffer failed: %s", strerror(errno));
+        goto fail;
+    }
     send_ready(0, version);
     return serve_loop();
 fail:

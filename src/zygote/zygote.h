@@ -3,8 +3,8 @@
  * the daemon):
  *
  *   zygote.c        start-up (environment, embedded Python, preload, seccomp compile),
- *                   then the request loop: validate, fork, wait for the child's report,
- *                   reply
+ *                   then the request loop: validate, fork, reply (never waiting for a
+ *                   child: see serve_direct and serve_forked)
  *   zygote_child.c  what a forked child does: fds, jail_enter(), environment, serve()
  *   zygote_proto.c  framing of the control socket (zygote_proto.h)
  */
@@ -35,21 +35,26 @@ struct zyg_req {
 #define ZYG_REPORT_INSIDE_ERR(e) ((int32_t)(-0x40000000 - (int32_t)(e)))
 #define ZYG_REPORT_IS_INSIDE(v) ((v) >= 0x40000000 || (v) <= -0x40000000)
 
-/* Runs in the freshly forked child (PyOS_AfterFork_Child already called), writes the
- * records above to report_fd, and never returns: the context runs
- * sandboxd_runtime.serve(3) and _exit()s with its value; any failure _exit(127)s.
- * pidfd >= 0: the child was created in the sandbox's pid namespace already (pidfd names
- * the sandbox process whose namespaces to join; no second fork, and only the tagged
- * record or -errno is written); -1: jail_enter() forks into it (both records). */
+/* Runs in the freshly forked child (PyOS_AfterFork_Child already called) and never
+ * returns: the context runs sandboxd_runtime.serve(3) and _exit()s with its value; any
+ * failure _exit(127)s.
+ * pidfd >= 0 (the direct way): the child was created in the sandbox's pid namespace
+ * already (pidfd names the sandbox process whose namespaces to join; no second fork);
+ * report_fd is -1, and a failure is told on the context's channel as a "failed" message
+ * (the zygote replied at clone time and waits for nothing).
+ * pidfd -1 (the double-fork way): jail_enter() forks into the sandbox, and the records
+ * above go to report_fd (the zygote's reply waits for them, without blocking). */
 void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
                     const struct jail_sc_prog *prog) __attribute__((noreturn));
 
+/* Drop the zygote's receive buffer and parsed request (zygote.c): the zygote right after
+ * each fork, the child once it has built its environment (r is zeroed: not used after). */
+void zyg_forget_request(void);
+
 /* Prepared in the zygote before any fork (zygote.c), used by the child. */
 struct zyg_python {
-    void *enter_fn;   /* PyObject *: _enter(env_list, host_runtime_dir, inside_runtime_dir) */
+    void *enter_fn;   /* PyObject *: _enter(env_list) */
     void *serve_fn;   /* PyObject *: sandboxd_runtime.serve */
-    const char *host_python_dir;     /* <runtimes>/python on the host */
-    const char *inside_python_dir;   /* the same directory as the sandbox sees it */
 };
 extern struct zyg_python zyg_py;
 

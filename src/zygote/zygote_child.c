@@ -16,13 +16,18 @@
  *      zygote created this process directly in the sandbox's pid namespace (pidfd >= 0,
  *      the usual case, see zygote.c) there is no second fork; otherwise jail_enter()
  *      forks once more and the rest happens in the grandchild;
- *   3. the context reports its pid inside the sandbox and closes the report pipe;
+ *   3. on the double-fork way, the context reports its pid inside the sandbox and closes
+ *      the report pipe (on the direct way the zygote has replied already);
  *   4. SIGPIPE and SIGXFSZ ignored again (as python3 does at start; jail_drop_privileges
  *      reset every disposition), the environment replaced (C environ and os.environ
  *      together) and the runtime package made importable from the sandbox's path;
  *   5. sandboxd_runtime.serve(3); its return value is the exit status.
- * Any failure writes -errno to the report pipe and _exit(127)s: this code never returns
- * into the zygote's loop and never runs user code before the sandbox is fully entered.
+ * Before 2, expat's hash salt is drawn afresh (reseed_expat_salt).
+ * Any failure writes -errno to the report pipe (double-fork way) or a "failed" message
+ * to the channel (direct way) and _exit(127)s: this code never returns into the
+ * zygote's loop and never runs user code before the sandbox is fully entered. What the
+ * child holds of its request (the zygote's receive buffer, copied by fork) is its own
+ * tenant's: the zygote zeroes its copy before it forks for anyone else.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,6 +43,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define HIGH_FD 10   /* sources are moved to fds >= this before the dup2s */
@@ -47,9 +53,31 @@ static void report(int fd, int32_t v)
     (void)!write(fd, &v, sizeof v);
 }
 
-static __attribute__((noreturn)) void fail(int fd, int err)
+/* Where a failure goes: the report pipe (double-fork way: the zygote waits for it), else
+ * the context's channel, which the daemon reads already (direct way: the zygote replied
+ * at clone time and waits for nothing). */
+static int report_fd = -1, chan_fd = -1;
+
+/* Tell the daemon on the channel that the context could not start (docs/protocol.md:
+ * "failed", then the process exits 127). */
+static void channel_failed(int e)
 {
-    report(fd, err < 0 && err > -4096 ? err : -EIO);
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"failed\",\"errno\":%d,\"message\":\"entering the sandbox "
+                     "failed: %s\"}\n", e, strerror(e));
+    if (chan_fd >= 0 && n > 0 && (size_t)n < sizeof line)
+        (void)!write(chan_fd, line, (size_t)n);
+}
+
+static __attribute__((noreturn)) void fail(int err)
+{
+    if (err >= 0 || err <= -4096)
+        err = -EIO;
+    if (report_fd >= 0)
+        report(report_fd, err);
+    else
+        channel_failed(-err);
     _exit(127);
 }
 
@@ -92,6 +120,22 @@ static int join_cgroups_fast(struct jail_entry *e)
     return 0;
 }
 
+/* Every context is a copy of one interpreter, so it inherits its hash secret. Of its 24
+ * bytes, the str/bytes hash (siphash13, Py_HASH_CUTOFF 0) uses the first 16, and those
+ * cannot change here: every string of the zygote caches its hash, and every dict, set
+ * and C-level table (the interned strings, pandas' indexes) is laid out by those hashes
+ * (measured, and why no reseed fits a 10 ms start: docs/security.md, class 10). The
+ * last 8 are expat's salt only, read when a parser is created (pyexpat, _elementtree):
+ * no parser exists before fork, so it is drawn afresh for each context. 0 or -errno. */
+static int reseed_expat_salt(void)
+{
+    Py_hash_t salt;
+    if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != (ssize_t)sizeof salt)
+        return -(errno ? errno : EIO);
+    _Py_HashSecret.expat.hashsalt = salt;
+    return 0;
+}
+
 /* Build the Python list of "KEY=VALUE" strings (decoded like os.environ does). */
 static PyObject *env_list(const struct zyg_req *r)
 {
@@ -107,19 +151,25 @@ static PyObject *env_list(const struct zyg_req *r)
     return l;
 }
 
-void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
+void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
                     const struct jail_sc_prog *prog)
 {
-    int rp = move_high(report_fd);
-    if (rp < 0)
-        fail(report_fd, -errno);
+    chan_fd = r->channel_fd;
+    report_fd = report_pipe;
+    int rp = report_pipe >= 0 ? move_high(report_pipe) : -1;
+    if (report_pipe >= 0 && rp < 0)
+        fail(-errno);
+    if (rp >= 0)
+        report_fd = rp;
     int ch = move_high(r->channel_fd), out = move_high(r->stdout_fd),
         errfd = move_high(r->stderr_fd);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (ch < 0 || out < 0 || errfd < 0 || null < 0)
-        fail(rp, -errno);
+        fail(-errno);
+    chan_fd = ch;
     if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || dup2(ch, 3) < 0)
-        fail(rp, -errno);
+        fail(-errno);
+    chan_fd = 3;
 
     const int keep[] = { 0, 1, 2, 3, rp };
     struct jail_enter_opts o = {
@@ -127,21 +177,27 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
         .seccomp = prog, .report_fd = rp, .in_pidns = pidfd >= 0, .pidfd = pidfd,
     };
     struct jail_entry e = r->entry;
-    int rc = join_cgroups_fast(&e);
+    int rc = reseed_expat_salt();
+    if (!rc)
+        rc = join_cgroups_fast(&e);
     if (rc)
-        fail(rp, rc);
+        fail(rc);
     pid_t self = getpid();
     rc = jail_enter(&e, &o);
     if (rc && (o.in_pidns || getpid() == self))
-        fail(rp, rc);   /* before the second fork (or there is none) */
-    if (rc) {           /* the grandchild failed: its records are tagged */
+        fail(rc);   /* before the second fork (or there is none) */
+    if (rc) {       /* the grandchild failed: its records are tagged */
         report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
         _exit(127);
     }
 
-    /* The grandchild: in the sandbox, unprivileged, filtered. */
-    report(rp, ZYG_REPORT_INSIDE_PID(getpid()));
-    close(rp);
+    /* The context (the grandchild on the double-fork way): in the sandbox, unprivileged,
+     * filtered. Its pid inside goes to the zygote only on the double-fork way; on the
+     * direct way the zygote read it from the clone's pidfd. */
+    if (rp >= 0) {
+        report(rp, ZYG_REPORT_INSIDE_PID(getpid()));
+        close(rp);
+    }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     if (clearenv() != 0)
@@ -149,10 +205,8 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
 
     int status = 1;
     PyObject *env = env_list(r);
-    PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "Oss", env,
-                                                zyg_py.host_python_dir,
-                                                zyg_py.inside_python_dir)
-                        : NULL;
+    zyg_forget_request();   /* r is gone: its pages would stay private to this process */
+    PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "O", env) : NULL;
     Py_XDECREF(env);
     if (!res) {
         PyErr_Print();   /* to the context's stderr pipe */

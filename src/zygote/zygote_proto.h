@@ -18,11 +18,14 @@
  *               fds (exactly 3): channel socket (→ fd 3), stdout (→ fd 1), stderr (→ fd 2).
  *   ZYG_FORKED  zygote → daemon.  id = the request's; a = host pid of the context (> 0)
  *               or -errno; b = the context's pid inside the sandbox (when a > 0); when
- *               a < 0, b > 0 is the host pid of a dead process the daemon must reap
+ *               a < 0, b > 0 is the host pid of a killed process the daemon must reap
  *               (the context is created as the daemon's child, see zygote.c);
  *               payload = a NUL-terminated sentence when a < 0 (else empty).
- * Replies come in request order (the zygote serves one request at a time), but the
- * daemon matches them by id.
+ *               a > 0 means the process exists, not that it entered its sandbox: on
+ *               the direct way the reply leaves at clone time, and the context then
+ *               sends "ready" or "failed" on its own channel (docs/protocol.md).
+ * Replies may come out of request order (a double-fork request waits for its
+ * intermediate's report while later requests are served): the daemon matches them by id.
  *
  * Caps: a whole datagram is at most ZYG_MSG_MAX bytes; at most ZYG_MAX_ENV environment
  * strings; cwd at most ZYG_CWD_MAX bytes. The zygote checks all of it and answers a

@@ -189,6 +189,28 @@ def test_python_context(d):
         s.delete()
 
 
+def test_python_context_shows_no_host_path(d):
+    """Class 11 of docs/security.md, non-root: the same rewrite of host paths (the
+    daemon's copy of the binaries and runtimes, its state dir, the checkout) as in root
+    mode, for what a context reads about its processes and its interpreter."""
+    needles = [os.path.dirname(d.state), os.path.realpath(SOURCE)]
+    code = ("import os, sys, IPython, matplotlib, traceback\n"
+            "import sandboxd_runtime, sandboxd_runtime.fontcache as fc\n"
+            "texts = [open('/proc/%%s/cmdline' %% p, 'rb').read().decode('latin1')\n"
+            "         for p in os.listdir('/proc') if p.isdigit()]\n"
+            "texts += [repr(sys.path), sandboxd_runtime.__file__, fc.__file__,\n"
+            "          repr(sandboxd_runtime.__path__), sandboxd_runtime.serve.__code__.co_filename,\n"
+            "          ''.join(traceback.format_stack()), IPython.get_ipython().ipython_dir,\n"
+            "          matplotlib.get_configdir(), repr(dict(os.environ))]\n"
+            "(len(texts) > 8, [t[:200] for t in texts if any(n in t for n in %r)])" % needles)
+    s = Sandbox(d, "paths")
+    try:
+        out = run(d, s.id, code, context=context(d, s.id))
+        assert out["error"] is None and main_text(out) == "(True, [])", out
+    finally:
+        s.delete()
+
+
 def test_javascript_context(d):
     s = Sandbox(d, "js")
     try:

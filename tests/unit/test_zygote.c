@@ -364,13 +364,28 @@ static void bad_requests_are_refused(void **state)
     run_until(&c.forked, 10000);
     assert_true(c.forked);
     assert_int_equal(c.fork_rc, -ESRCH);
-    /* a cwd that does not exist inside */
+    /* a cwd that does not exist inside: the zygote replied when the process existed
+     * (it waits for no child); the process says why on its channel and exits 127 */
     assert_int_equal(jail_entry_info(sbx, &e), 0);
     memset(&c, 0, sizeof c);
-    assert_int_equal(zyg_fork(&e, "/nonexistent", ctx_env, fds[0], fds[1], fds[1], on_forked, &c), 0);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(zyg_fork(&e, "/nonexistent", ctx_env, sv[1], fds[1], fds[1], on_forked, &c), 0);
+    close(sv[1]);
+    c.chan = sv[0];
     run_until(&c.forked, 10000);
     assert_true(c.forked);
-    assert_int_equal(c.fork_rc, -ENOENT);
+    assert_int_equal(c.fork_rc, 0);
+    assert_true(c.pid > 0 && c.ns_pid > 0);
+    assert_int_equal(jail_adopt_child(sbx, c.pid, c.ns_pid, on_ctx_exit, &c, &c.proc), 0);
+    json_t *m = read_msg(&c, 10000);
+    assert_non_null(m);
+    assert_string_equal(json_string_value(json_object_get(m, "type")), "failed");
+    assert_int_equal(json_integer_value(json_object_get(m, "errno")), ENOENT);
+    json_decref(m);
+    run_until(&c.exited, 10000);
+    assert_true(c.exited);
+    close(sv[0]);
     close(fds[0]);
     close(fds[1]);
     assert_true(zyg_available());
