@@ -96,6 +96,8 @@ static const struct opt OPTS[] = {
       "Output a background process keeps per stream (a ring: the oldest bytes are dropped and counted)." },
     { "max-processes", "SANDBOXD_MAX_PROCESSES", U64(max_processes), "64", 1, 100000,
       "Background processes a sandbox keeps (running or exited); past it the oldest exited one is forgotten, or 429." },
+    { "sandbox-buffer-bytes", "SANDBOXD_SANDBOX_BUFFER_BYTES", U64(sandbox_buffer_bytes), "67108864", 1 << 20, UINT64_C(1) << 40,
+      "Daemon memory one sandbox may fill (channel messages, results, captured output, log rings, queued responses, counted after escaping); past it streams pause, captures are cut (truncatedBy), a channel message fails its run." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -54,6 +54,7 @@ struct config {
     uint64_t drain_grace_ms;
     uint64_t max_list_entries;
     uint64_t max_followers;
+    uint64_t sandbox_buffer_bytes;  /* one budget per sandbox (budget.h) */
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

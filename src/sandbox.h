@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "jail.h"
 
@@ -35,6 +36,7 @@ typedef struct sandbox {
     struct sbx_limits limits;
     bool network_host;
     json_t *env;                /* sandbox-level environment (object of strings), owned */
+    budget *budget;             /* what the daemon holds for it (budget.h); one reference */
     uint64_t created_ms;        /* Unix epoch, ms */
     unsigned nexec;             /* commands running */
     unsigned ncontexts;         /* code contexts alive */
