@@ -558,7 +558,7 @@ static void on_ready(struct context *c, struct ctx_proc *p)
 static void on_message(struct context *c, struct ctx_proc *p, const char *line, size_t n)
 {
     json_error_t je;
-    json_t *msg = json_loadb(line, n, 0, &je);
+    json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je);   /* output may hold NULs */
     const char *type = msg ? json_string_value(json_object_get(msg, "type")) : NULL;
     if (!type) {
         log_warn("context %s: malformed channel message: %s", c->id, msg ? "no type" : je.text);

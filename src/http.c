@@ -155,22 +155,25 @@ static void write_cb(uv_write_t *w, int status)
 {
     struct write_req *wr = (struct write_req *)w;
     http_conn *c = wr->conn;
-    budget_release(wr->bg, wr->len);
-    budget_unref(wr->bg);
+    budget *bg = wr->bg;
+    size_t charged = wr->len;
     free(wr->owned);
     free(wr);
     if (status < 0) {
         if (!c->closing)
             conn_close(c);
-        return;
+    } else {
+        http_req *r = c->req;
+        if (r && r->paused && !r->aborted &&
+            queued_bytes(c) <= c->srv->lim.stream_buffer_bytes / 2) {
+            r->paused = false;
+            if (r->on_drain)
+                r->on_drain(r, r->cb_arg);
+        }
     }
-    http_req *r = c->req;
-    if (r && r->paused && !r->aborted &&
-        queued_bytes(c) <= c->srv->lim.stream_buffer_bytes / 2) {
-        r->paused = false;
-        if (r->on_drain)
-            r->on_drain(r, r->cb_arg);
-    }
+    /* last: releasing may wake producers of this sandbox, which write again */
+    budget_release(bg, charged);
+    budget_unref(bg);
 }
 
 /* Queue bytes: a and b copied into one allocation, then owned (malloc'd, olen bytes, may
