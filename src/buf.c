@@ -57,8 +57,12 @@ static int buf_reserve(buf *b, size_t n)
         a = a > SIZE_MAX / 2 ? need : a * 2;
     if (a > b->cap + 1)
         a = b->cap + 1;
-    if (b->bg && a - b->alloc > budget_room(b->bg))
-        a = need;    /* doubling does not fit the budget: try exactly what is needed */
+    if (b->bg && a - b->alloc > budget_room(b->bg)) {
+        /* doubling does not fit the budget: grow by an eighth (fewer copies), or to
+         * exactly what is needed when even that does not fit */
+        size_t step = b->alloc / 8 > need - b->alloc ? b->alloc / 8 : need - b->alloc;
+        a = step <= budget_room(b->bg) && b->alloc + step <= b->cap + 1 ? b->alloc + step : need;
+    }
     if (budget_charge(b->bg, a - b->alloc))
         return -ENOBUFS;
     char *p = realloc(b->data, a);
