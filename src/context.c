@@ -1286,9 +1286,24 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
         return;
     }
+    /* A queued run holds its request (the raw body, kept by http until the answer, and the
+     * parsed tree): charged, so that queueing runs cannot fill the daemon either. */
+    size_t held = 2 * req->body.len + 4096;
+    if (budget_charge(sb->budget, held)) {
+        free(r);
+        json_decref(body);
+        http_respond_error(req, 429, "LIMIT_REACHED", "the run's request (%zu bytes) does not "
+                           "fit in what is left of sandbox '%s''s buffer budget "
+                           "(--sandbox-buffer-bytes %llu, %llu bytes held); wait for queued "
+                           "runs and unread answers", req->body.len, sb->id,
+                           (unsigned long long)budget_cap(sb->budget),
+                           (unsigned long long)budget_used(sb->budget));
+        return;
+    }
     r->ctx = c;
     r->req = req;
     r->bg = budget_ref(sb->budget);
+    r->charged = held;
     http_req_set_budget(req, r->bg);
     r->body = body;
     r->timeout_ms = timeout;

@@ -73,6 +73,7 @@ struct exec_run {
     bool in_open;
     uv_write_t inw;
     char *stdin_data;
+    size_t stdin_held;      /* the copy of stdin, charged to bg until written */
     uv_timer_t timer;
     int handles;            /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
@@ -96,6 +97,7 @@ static void run_maybe_free(struct exec_run *r)
         buf_free(&r->out.kept);
         buf_free(&r->err.kept);
         budget_cancel(r->bg, &r->bw);
+        budget_release(r->bg, r->stdin_held);
         budget_unref(r->bg);
         free(r->stdin_data);
         free(r);
@@ -363,6 +365,10 @@ static void stdin_written(uv_write_t *w, int status)
 {
     struct exec_run *r = w->data;
     (void)status;
+    free(r->stdin_data);      /* written (or refused): given back now */
+    r->stdin_data = NULL;
+    budget_release(r->bg, r->stdin_held);
+    r->stdin_held = 0;
     if (r->in_open) {
         r->in_open = false;
         uv_close((uv_handle_t *)&r->in, handle_closed);   /* EOF for the command */
@@ -404,9 +410,20 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         return;
     }
 
+    size_t stdin_len = stdin_s ? strlen(stdin_s) : 0;
+    if (budget_charge(sb->budget, stdin_len)) {
+        json_decref(body);
+        http_respond_error(req, 429, "LIMIT_REACHED", "stdin (%zu bytes) does not fit in what "
+                           "is left of sandbox '%s''s buffer budget (--sandbox-buffer-bytes "
+                           "%llu, %llu bytes held); try again once output is read", stdin_len,
+                           sb->id, (unsigned long long)budget_cap(sb->budget),
+                           (unsigned long long)budget_used(sb->budget));
+        return;
+    }
     struct exec_run *r = calloc(1, sizeof *r);
     int pi[2] = { -1, -1 }, out[2];
     if (!r || (stdin_s && pipe2(pi, O_CLOEXEC))) {
+        budget_release(sb->budget, stdin_len);
         free(r);
         json_decref(body);
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
@@ -416,6 +433,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     r->req = req;
     r->sb = sb;
     r->bg = budget_ref(sb->budget);
+    r->stdin_held = stdin_len;
     r->cfg = app->cfg;
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
@@ -425,6 +443,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     if (rc) {
         if (pi[1] >= 0)
             close(pi[1]);
+        budget_release(r->bg, r->stdin_held);
         budget_unref(r->bg);
         free(r);
         cmd_respond_error(req, rc, &cmd, err, "command");
@@ -444,7 +463,8 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         r->handles++;
         r->in_open = true;
         uv_pipe_open(&r->in, pi[1]);
-        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)strlen(r->stdin_data));
+        uv_buf_t ub = uv_buf_init(r->stdin_data ? r->stdin_data : (char *)"",
+                                  r->stdin_data ? (unsigned)stdin_len : 0);
         r->inw.data = r;
         if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
             stdin_written(&r->inw, -1);
