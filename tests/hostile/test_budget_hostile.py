@@ -209,3 +209,57 @@ def test_streamed_output_is_complete_under_the_budget(daemon, stream):
         assert usage(daemon, sb.id)["bufferPeakBytes"] <= BUDGET + SLACK
     finally:
         sb.delete()
+
+
+def test_queued_runs_are_charged(daemon):
+    """Runs queued behind a busy context hold their requests in the daemon: past the budget
+    a new one is refused with 429, and nothing else of the sandbox's is lost."""
+    sb = Sandbox(daemon, "budget-queue")
+    conns = []
+    try:
+        ctx = context(daemon, sb.id)
+        busy = daemon.conn(timeout=600)
+        busy.request("POST", "/v1/sandboxes/%s/execute" % sb.id,
+                     json.dumps({"code": "import time\ntime.sleep(600)", "context": ctx}),
+                     {"Content-Type": "application/json"})
+        conns.append(busy)
+        wait_for(lambda: daemon.json("GET", "/v1/sandboxes/%s/contexts/%s" % (sb.id, ctx))[1]
+                 ["state"] == "busy", "the context to be busy")
+        body = json.dumps({"code": "x = 1\n#" + "-" * (3 * MIB), "context": ctx})
+        refused = None
+        for _ in range(30):
+            before = usage(daemon, sb.id)
+            c = daemon.conn(timeout=600)
+            c.request("POST", "/v1/sandboxes/%s/execute" % sb.id, body,
+                      {"Content-Type": "application/json"})
+            conns.append(c)
+            wait_for(lambda: usage(daemon, sb.id)["bufferBytes"] >= before["bufferBytes"] +
+                     2 * len(body) or usage(daemon, sb.id)["bufferRefusals"] >
+                     before["bufferRefusals"], "the run to be queued or refused")
+            if usage(daemon, sb.id)["bufferRefusals"] > before["bufferRefusals"]:
+                r = c.getresponse()
+                refused = (r.status, json.loads(r.read()))
+                conns.remove(c)
+                c.close()
+                break
+        assert refused is not None, "30 queued runs of 3 MiB were all accepted"
+        status, err = refused
+        assert status == 429 and err["code"] == "LIMIT_REACHED", err
+        assert re.match(r"^the run's request \(%d bytes\) does not fit in what is left of "
+                        r"sandbox 'budget-queue''s buffer budget \(--sandbox-buffer-bytes %d, "
+                        r"\d+ bytes held\); wait for queued runs and unread answers$"
+                        % (len(body), BUDGET), err["message"]), err["message"]
+        assert usage(daemon, sb.id)["bufferPeakBytes"] <= BUDGET
+        # the other sandbox's work goes on; this one's queue ends when the context goes
+        assert Sandbox(daemon, "budget-queue-other").sh("echo ok") == "ok\n"
+        status, _ = daemon.json("DELETE", "/v1/sandboxes/%s/contexts/%s" % (sb.id, ctx))
+        assert status == 200
+        for c in conns:
+            r = c.getresponse()
+            assert r.status == 200 and json.loads(r.read())["error"]["name"] == "ContextDied"
+        wait_for(lambda: usage(daemon, sb.id)["bufferBytes"] == 0, "the budget to be empty")
+    finally:
+        for c in conns:
+            c.close()
+        sb.delete()
+        daemon.json("DELETE", "/v1/sandboxes/budget-queue-other")
