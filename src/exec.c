@@ -36,9 +36,13 @@
 
 
 /* An SSE read is at most READ_MAX bytes and at least READ_MIN: fewer left in the budget
- * than the escaped size of READ_MIN (6 bytes each) plus an event's framing pauses reading. */
+ * than the escaped size of READ_MIN (6 bytes each) plus an event's framing pauses reading,
+ * except that a stream whose client has taken everything queued may always read READ_FLOOR
+ * bytes: a stream that is read never starves because of the sandbox's streams that are not
+ * (a budget shared by streams would otherwise deadlock a client that reads them in turn). */
 #define READ_MAX 65536
 #define READ_MIN 16384
+#define READ_FLOOR 4096
 #define EVENT_SLACK 512
 #define ESCAPED(n) ((size_t)(n) * 6 + EVENT_SLACK)
 
@@ -64,6 +68,7 @@ struct exec_run {
     bool streaming;
     jail_proc *proc;
     bool exited, paused, timed_out, truncated, oom, finished;
+    bool starved;           /* SSE: waiting for room in the budget (bw) or an empty queue */
     const char *truncated_by;   /* the setting that cut the output */
     budget *bg;             /* the sandbox's budget; one reference */
     budget_waiter bw;       /* SSE: queued while reading waits for room in bg */
@@ -211,6 +216,11 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
         uint64_t room = budget_room(p->run->bg);
         uint64_t fit = room > EVENT_SLACK ? (room - EVENT_SLACK) / 6 : 0;
         n = fit < READ_MIN ? 0 : fit < n ? (size_t)fit : n;
+        http_req *req = p->run->req;
+        if (req && req->aborted)
+            n = sizeof chunk;   /* nothing is kept for a client that is gone */
+        else if (n == 0 && req && http_queued(req) == 0)
+            n = READ_FLOOR;
     }
     *b = uv_buf_init(chunk, (unsigned)n);
 }
@@ -234,7 +244,8 @@ static void set_reading(struct exec_run *r, bool on)
 static void budget_woken(budget_waiter *w)
 {
     struct exec_run *r = w->arg;
-    if (!r->paused && !r->finished)
+    r->starved = false;
+    if (!r->finished && !r->paused)
         set_reading(r, true);
 }
 
@@ -274,12 +285,16 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     struct exec_pipe *p = s->data;
     struct exec_run *r = p->run;
     if (n == UV_ENOBUFS) {
-        /* the budget has no room for another event: wait, the command blocks meanwhile */
+        /* the budget has no room for another event: wait (the command blocks meanwhile)
+         * for room, or for this client to take what is queued (on_drain then) */
         set_reading(r, false);
         r->bw.need = ESCAPED(READ_MIN);
         r->bw.cb = budget_woken;
         r->bw.arg = r;
         budget_wait(r->bg, &r->bw);
+        r->starved = true;
+        if (r->req)
+            r->req->paused = true;   /* so that on_drain says when the queue has gone */
         return;
     }
     if (n < 0) {
@@ -305,8 +320,8 @@ static void on_drain(http_req *req, void *arg)
     struct exec_run *r = arg;
     (void)req;
     r->paused = false;
-    if (!r->bw.queued)
-        set_reading(r, true);
+    r->starved = false;
+    set_reading(r, true);   /* alloc_cb decides what the budget allows */
 }
 
 static void kill_group(struct exec_run *r)
@@ -320,8 +335,9 @@ static void on_abort(http_req *req, void *arg)
     struct exec_run *r = arg;
     (void)req;
     kill_group(r);
-    if (r->paused) {
-        r->paused = false;
+    budget_cancel(r->bg, &r->bw);
+    if (r->paused || r->starved) {
+        r->paused = r->starved = false;
         set_reading(r, true);   /* nobody reads the stream now: drain and discard */
     }
 }
@@ -335,7 +351,7 @@ static void timer_cb(uv_timer_t *t)
         return;
     }
     /* drain grace over: orphans still hold the pipes (a paused stream is owed its output) */
-    if (r->paused || r->bw.queued) {
+    if (r->paused || r->starved) {
         uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
         return;
     }

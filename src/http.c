@@ -76,6 +76,7 @@ struct http_conn {
     struct http_conn *prev, *next;
     http_req *req;              /* request being received or handled */
     buf pending;                /* received, not yet parsed */
+    size_t unwritten;           /* bytes queued whose write has not completed */
     uint64_t header_bytes;      /* of the request being received */
     char hname[HEADER_NAME_CAP];
     size_t hname_len;           /* > HEADER_NAME_CAP: a name we ignore */
@@ -157,6 +158,7 @@ static void write_cb(uv_write_t *w, int status)
     http_conn *c = wr->conn;
     budget *bg = wr->bg;
     size_t charged = wr->len;
+    c->unwritten -= wr->len;
     free(wr->owned);
     free(wr);
     if (status < 0) {
@@ -206,6 +208,7 @@ static int conn_write_owned(http_conn *c, const void *a, size_t alen, const void
         free(wr);
         return rc;
     }
+    c->unwritten += wr->len;
     metrics_bytes_out(wr->len);
     return 0;
 }
@@ -331,6 +334,11 @@ void http_respond_take(http_req *r, int status, const char *ctype, char *body, s
         free(body);
     buf_free(&head);
     req_finish(r);
+}
+
+size_t http_queued(const http_req *r)
+{
+    return r->conn->unwritten;
 }
 
 void http_req_set_budget(http_req *r, struct budget *bg)

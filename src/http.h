@@ -122,6 +122,9 @@ void http_respond_take(http_req *req, int status, const char *content_type, char
 /* From now on, response bytes queued for req (whole or streamed) are charged to bg
  * (budget.h) until the socket has taken them; req holds a reference to bg. */
 void http_req_set_budget(http_req *req, struct budget *bg);
+/* Response bytes queued for req's connection whose write has not completed yet (0: the
+ * client has taken everything; as long as it is not, the bytes are still charged). */
+size_t http_queued(const http_req *req);
 /* Error envelope {"code","message"}; message formatted printf-style. */
 void http_respond_error(http_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
