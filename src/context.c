@@ -462,14 +462,20 @@ static void proc_exit_cb(jail_proc *jp, int status, void *arg)
 /* ---- channel ---- */
 
 /* A streamed run whose sandbox budget cannot take another read's events (a 64 KiB read
- * escapes to at most 6 times as much) is not read until bytes are released. */
+ * escapes to at most 6 times as much) is not read until bytes are released, except for
+ * a small read when its client has taken everything queued (a stream that is read never
+ * starves because of the sandbox's streams that are not). */
 #define STREAM_RESERVE (65536 * 6 + 512)
+#define STREAM_FLOOR 4096
 
-static bool stream_starved(const struct ctx_proc *p)
+/* How much the next read may take: the whole chunk, STREAM_FLOOR, or 0 (wait). */
+static size_t stream_allowance(const struct ctx_proc *p, size_t chunk)
 {
     const struct ctx_run *r = p->ctx ? p->ctx->cur : NULL;
-    return r && r->streaming && r->req && !r->req->aborted &&
-           budget_room(r->bg) < STREAM_RESERVE;
+    if (!r || !r->streaming || !r->req || r->req->aborted ||
+        budget_room(r->bg) >= STREAM_RESERVE)
+        return chunk;
+    return http_queued(r->req) == 0 ? STREAM_FLOOR : 0;
 }
 
 static void run_budget_woken(budget_waiter *w)
@@ -491,13 +497,15 @@ static void wait_for_budget(struct ctx_proc *p)
     r->bw.cb = run_budget_woken;
     r->bw.arg = r;
     budget_wait(r->bg, &r->bw);
+    if (r->req)
+        r->req->paused = true;   /* so that run_drain says when the client took it all */
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     static char chunk[65536];
     (void)hint;
-    *b = uv_buf_init(chunk, stream_starved(h->data) ? 0 : sizeof chunk);
+    *b = uv_buf_init(chunk, (unsigned)stream_allowance(h->data, sizeof chunk));
 }
 
 /* Read what the context printed so far, without waiting. */
@@ -952,8 +960,8 @@ static void run_drain(http_req *req, void *arg)
 {
     struct ctx_run *r = arg;
     (void)req;
-    if (r->ctx && r->ctx->cur == r && !r->bw.queued)
-        set_paused(r->ctx, false);
+    if (r->ctx && r->ctx->cur == r)
+        set_paused(r->ctx, false);   /* alloc_cb decides what the budget allows */
 }
 
 /* ---- contexts ---- */

@@ -260,13 +260,16 @@ static void follower_detach(struct follower *f)
  * Returns false when the follower was detached (freed). */
 static void follower_woken(budget_waiter *w);
 
-/* Queued events are charged to the sandbox's budget: true (and f waits for room) when it
- * cannot take another event (EVENT_MAX bytes escape to at most 6 times as many). */
+/* Queued events are charged to the sandbox's budget: true (and f waits for room, or for
+ * its client to take what is queued) when it cannot take another event (EVENT_MAX bytes
+ * escape to at most 6 times as many). A follower whose client has taken everything may
+ * always send one: one that is read never starves because of others that are not. */
 static bool follower_starved(struct follower *f)
 {
     const size_t need = EVENT_MAX * 6 + 512;
-    if (budget_room(f->p->bg) >= need)
+    if (budget_room(f->p->bg) >= need || http_queued(f->req) == 0)
         return false;
+    f->req->paused = true;       /* follower_drain once the client has taken it */
     f->bw.need = need;
     f->bw.cb = follower_woken;
     f->bw.arg = f;
@@ -277,7 +280,7 @@ static bool follower_starved(struct follower *f)
 static bool follower_pump(struct follower *f)
 {
     struct proc *p = f->p;
-    if (f->paused || f->bw.queued)
+    if (f->paused)
         return true;
     for (int i = 0; i < 2; i++) {
         const struct ring *r = &p->io[i].ring;
