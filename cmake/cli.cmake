@@ -27,7 +27,8 @@ add_library(sbxcli_parse STATIC
   ${CLI_ROOT}/clients/cli/sse_parse.c
   ${CLI_ROOT}/clients/cli/b64.c
   ${CLI_ROOT}/clients/cli/repl_input.c
-  ${CLI_ROOT}/src/buf.c)
+  ${CLI_ROOT}/src/buf.c
+  ${CLI_ROOT}/src/budget.c)
 target_include_directories(sbxcli_parse PUBLIC ${CLI_ROOT}/clients/cli ${CLI_ROOT}/src)
 target_compile_options(sbxcli_parse PRIVATE ${SBX_WARNINGS})
 

@@ -4,6 +4,8 @@
  */
 #include "buf.h"
 
+#include "budget.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,10 +18,19 @@ void buf_init(buf *b, size_t cap)
     b->len = 0;
     b->alloc = 0;
     b->cap = cap;
+    b->bg = NULL;
+}
+
+void buf_set_budget(buf *b, struct budget *bg)
+{
+    budget_release(b->bg, b->alloc);   /* storage already held moves to the new budget */
+    budget_force(bg, b->alloc);
+    b->bg = bg;
 }
 
 void buf_free(buf *b)
 {
+    budget_release(b->bg, b->alloc);
     free(b->data);
     b->data = NULL;
     b->len = 0;
@@ -46,9 +57,19 @@ static int buf_reserve(buf *b, size_t n)
         a = a > SIZE_MAX / 2 ? need : a * 2;
     if (a > b->cap + 1)
         a = b->cap + 1;
+    if (b->bg && a - b->alloc > budget_room(b->bg)) {
+        /* doubling does not fit the budget: grow by an eighth (fewer copies), or to
+         * exactly what is needed when even that does not fit */
+        size_t step = b->alloc / 8 > need - b->alloc ? b->alloc / 8 : need - b->alloc;
+        a = step <= budget_room(b->bg) && b->alloc + step <= b->cap + 1 ? b->alloc + step : need;
+    }
+    if (budget_charge(b->bg, a - b->alloc))
+        return -ENOBUFS;
     char *p = realloc(b->data, a);
-    if (!p)
+    if (!p) {
+        budget_release(b->bg, a - b->alloc);
         return -ENOMEM;
+    }
     b->data = p;
     b->alloc = a;
     return 0;
@@ -109,6 +130,7 @@ void buf_consume(buf *b, size_t n)
 
 char *buf_steal(buf *b)
 {
+    budget_release(b->bg, b->alloc);
     char *p = b->data;
     b->data = NULL;
     b->len = 0;

@@ -120,6 +120,8 @@ static const struct opt OPTS[] = {
       "Largest timeoutMs a sandbox, command or run may ask for; above gets 400 (0, no timeout, stays allowed: CPU, memory and pids stay capped). At least --exec-timeout-ms." },
     { "runtimes-tmpfs-mb", "SANDBOXD_RUNTIMES_TMPFS_MB", U64(runtimes_tmpfs_mb), "256", 1, 1 << 16,
       "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
+    { "sandbox-buffer-bytes", "SANDBOXD_SANDBOX_BUFFER_BYTES", U64(sandbox_buffer_bytes), "67108864", 1 << 20, UINT64_C(1) << 40,
+      "Daemon memory one sandbox may fill (channel messages, results, captured output, log rings, queued responses, counted after escaping); past it streams pause, captures are cut (truncatedBy), a channel message fails its run." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -67,6 +67,7 @@ struct config {
     uint64_t max_tmp_mb;
     uint64_t max_timeout_ms;
     uint64_t runtimes_tmpfs_mb;
+    uint64_t sandbox_buffer_bytes;  /* one budget per sandbox (budget.h) */
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -12,6 +12,16 @@
  * Ordering: a context flushes stdout/stderr before each channel message, and here every
  * channel message is handled only after both pipes have been drained (drain_output), so
  * what was printed before a result reaches the client before it.
+ *
+ * Memory: what a context makes the daemon hold is charged to its sandbox's budget
+ * (budget.h): the channel line being assembled (a buf charged as it grows: a line the
+ * budget refuses, or longer than --max-result-bytes, is freed at once and fails the run
+ * with OutputLimitError, the context restarting), and for a plain run its kept output
+ * (counted as jansson will escape it) and results, until the run is answered; the answer
+ * is built once and handed to http without a copy, charged while it waits for the client.
+ * A streamed run's events are charged while queued (http_req_set_budget); its stdout and
+ * stderr are read in pieces sized to what is left of the budget, and when nothing fits the
+ * context is not read (it blocks on its own writes) until bytes are released.
  */
 #include "stamp.h"
 #include "context.h"
@@ -26,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "escape.h"
 #include "exec.h"
 #include "jsonx.h"
@@ -54,7 +65,9 @@ struct ctx_proc {
     char why[160];              /* the zygote's reason when the fork failed */
     pid_t host_pid;             /* from the zygote, until the process is adopted */
     int status;
-    buf line;                   /* channel bytes up to the next newline */
+    buf line;                   /* channel bytes up to the next newline, charged to bg */
+    budget *bg;                 /* the sandbox's budget; one reference */
+    char limit_why[256];        /* why a channel message was refused (OutputLimitError) */
     int nspid;
     uint64_t started_ns;
 };
@@ -71,6 +84,10 @@ struct ctx_run {
     json_t *results, *out_list, *err_list, *error;
     size_t out_bytes, err_bytes;
     bool truncated;
+    const char *truncated_by;   /* the setting that cut the output */
+    budget *bg;                 /* the sandbox's budget; one reference */
+    size_t charged;             /* kept output and results charged to bg */
+    budget_waiter bw;           /* streamed: queued while reading waits for room in bg */
     esc_carry c_out, c_err;
     bool timed_out, interrupted, killed, state_lost, paused;
     uint64_t start_ns;
@@ -148,6 +165,9 @@ static struct context *ctx_find(sandbox *sb, const char *id)
 
 static void run_free(struct ctx_run *r)
 {
+    budget_cancel(r->bg, &r->bw);
+    budget_release(r->bg, r->charged);
+    budget_unref(r->bg);
     json_decref(r->body);
     json_decref(r->results);
     json_decref(r->out_list);
@@ -193,20 +213,25 @@ static void run_answer(struct ctx_run *r)
                                   "logs", "stdout", r->out_list, "stderr", r->err_list, "error",
                                   r->error ? r->error : json_null(), "statePreserved", preserved,
                                   "truncated", r->truncated);
+            if (j && r->truncated_by)
+                json_object_set_new(j, "truncatedBy", json_string(r->truncated_by));
             char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
             json_decref(j);
-            buf b;
-            buf_init(&b, (s ? strlen(s) : 0) + 64);
-            /* durationMs spliced in by hand: jansson would print 17 significant digits */
-            char hdr[80];
+            /* durationMs spliced in by hand (jansson would print 17 significant digits),
+             * in the dumped string itself: the answer exists once, handed over to http */
+            char hdr[80], tail[64];
             snprintf(hdr, sizeof hdr, "X-Context-Id: %s\r\n", c->id);
-            if (s && buf_append(&b, s, strlen(s) - 1) == 0 &&
-                buf_printf(&b, ",\"durationMs\":%.3f}", ms) == 0)
-                http_respond(r->req, 200, "application/json", b.data, b.len, hdr);
-            else
+            int tn = snprintf(tail, sizeof tail, ",\"durationMs\":%.3f}", ms);
+            size_t sl = s ? strlen(s) : 0;
+            char *grown = s ? realloc(s, sl + (size_t)tn + 1) : NULL;
+            if (grown) {
+                memcpy(grown + sl - 1, tail, (size_t)tn + 1);   /* over the closing brace */
+                http_respond_take(r->req, 200, "application/json", grown, sl - 1 + (size_t)tn,
+                                  hdr);
+            } else {
+                free(s);
                 http_respond_error(r->req, 500, "INTERNAL_ERROR", "cannot encode the result");
-            buf_free(&b);
-            free(s);
+            }
         }
         r->req = NULL;
     }
@@ -227,6 +252,29 @@ static void run_set_error(struct ctx_run *r, const char *name, const char *fmt, 
     r->error = json_pack("{s:s, s:s, s:[]}", "name", name, "message", msg, "traceback");
 }
 
+/* Bytes the JSON string of s takes once jansson escapes it (6 for most control bytes). */
+static size_t json_cost(const char *s, size_t n)
+{
+    size_t cost = n;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\' || ch == '\n' || ch == '\t' || ch == '\r' || ch == '\b' ||
+            ch == '\f')
+            cost += 1;
+        else if (ch < 0x20)
+            cost += 5;
+    }
+    return cost;
+}
+
+/* A plain run's output was cut; the first reason is kept, the budget's wins. */
+static void run_truncate(struct ctx_run *r, const char *why)
+{
+    r->truncated = true;
+    if (!r->truncated_by || strcmp(why, "sandbox-buffer-bytes") == 0)
+        r->truncated_by = why;
+}
+
 /* Output of the running cell (or of nothing, between runs: then it is dropped). */
 static void run_output(struct context *c, bool is_err, const char *data, size_t n)
 {
@@ -244,16 +292,25 @@ static void run_output(struct context *c, bool is_err, const char *data, size_t 
     size_t room = APP->cfg->max_output_bytes - *used;
     if (n > room) {
         n = room;
-        r->truncated = true;
+        run_truncate(r, "max-output-bytes");
     }
     if (n == 0)
         return;
     buf b;
     buf_init(&b, n * 3 + 16);
     esc_utf8(&b, is_err ? &r->c_err : &r->c_out, data, n, false);
-    if (b.len)
+    /* charged as it is held and as the answer will hold it: escaped, plus jansson's own */
+    size_t cost = json_cost(b.data, b.len) + 64;
+    if (b.len && budget_charge(r->bg, cost) == 0) {
+        r->charged += cost;
         json_array_append_new(is_err ? r->err_list : r->out_list, json_stringn(b.data, b.len));
+    } else if (b.len) {
+        run_truncate(r, "sandbox-buffer-bytes");
+        *used = APP->cfg->max_output_bytes;    /* cut here: nothing later of this stream */
+    }
     *used += n;
+    if (*used > APP->cfg->max_output_bytes)
+        *used = APP->cfg->max_output_bytes;
     buf_free(&b);
 }
 
@@ -263,6 +320,7 @@ static void proc_maybe_free(struct ctx_proc *p)
 {
     if (p->handles == 0 && !p->jp && !p->ctx && !p->zyg_pending && !p->spawn_req) {
         buf_free(&p->line);
+        budget_unref(p->bg);
         free(p);
     }
 }
@@ -356,7 +414,10 @@ static void ctx_proc_died(struct context *c, struct ctx_proc *p)
     c->cur = NULL;
     if (r) {
         r->state_lost = true;
-        if (r->timed_out)
+        if (p->limit_why[0])
+            run_set_error(r, "OutputLimitError", "%s; the context was restarted with empty "
+                          "state", p->limit_why);
+        else if (r->timed_out)
             run_set_error(r, "TimeoutError",
                           "the run did not finish within %llu ms and did not stop when "
                           "interrupted; the context was restarted with empty state",
@@ -405,12 +466,51 @@ static void proc_exit_cb(jail_proc *jp, int status, void *arg)
 
 /* ---- channel ---- */
 
+/* A streamed run whose sandbox budget cannot take another read's events (a 64 KiB read
+ * escapes to at most 6 times as much) is not read until bytes are released, except for
+ * a small read when its client has taken everything queued (a stream that is read never
+ * starves because of the sandbox's streams that are not). */
+#define STREAM_RESERVE (65536 * 6 + 512)
+#define STREAM_FLOOR 4096
+
+/* How much the next read may take: the whole chunk, STREAM_FLOOR, or 0 (wait). */
+static size_t stream_allowance(const struct ctx_proc *p, size_t chunk)
+{
+    const struct ctx_run *r = p->ctx ? p->ctx->cur : NULL;
+    if (!r || !r->streaming || !r->req || r->req->aborted ||
+        budget_room(r->bg) >= STREAM_RESERVE)
+        return chunk;
+    return http_queued(r->req) == 0 ? STREAM_FLOOR : 0;
+}
+
+static void run_budget_woken(budget_waiter *w)
+{
+    struct ctx_run *r = w->arg;
+    if (r->ctx && r->ctx->cur == r)
+        set_paused(r->ctx, false);
+}
+
+/* Stop reading until the budget has room (libuv said UV_ENOBUFS: alloc_cb gave nothing). */
+static void wait_for_budget(struct ctx_proc *p)
+{
+    struct context *c = p->ctx;
+    struct ctx_run *r = c ? c->cur : NULL;
+    if (!r)
+        return;
+    set_paused(c, true);
+    r->bw.need = STREAM_RESERVE;
+    r->bw.cb = run_budget_woken;
+    r->bw.arg = r;
+    budget_wait(r->bg, &r->bw);
+    if (r->req)
+        r->req->paused = true;   /* so that run_drain says when the client took it all */
+}
+
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     static char chunk[65536];
-    (void)h;
     (void)hint;
-    *b = uv_buf_init(chunk, sizeof chunk);
+    *b = uv_buf_init(chunk, (unsigned)stream_allowance(h->data, sizeof chunk));
 }
 
 /* Read what the context printed so far, without waiting. */
@@ -471,7 +571,7 @@ static void on_ready(struct context *c, struct ctx_proc *p)
 static void on_message(struct context *c, struct ctx_proc *p, const char *line, size_t n)
 {
     json_error_t je;
-    json_t *msg = json_loadb(line, n, 0, &je);
+    json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je);   /* output may hold NULs */
     const char *type = msg ? json_string_value(json_object_get(msg, "type")) : NULL;
     if (!type) {
         log_warn("context %s: malformed channel message: %s", c->id, msg ? "no type" : je.text);
@@ -511,8 +611,11 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
                 if (s && sse_event(&r->sse, "result", s, strlen(s)) == 1)
                     set_paused(c, true);
                 free(s);
-            } else {
+            } else if (budget_charge(r->bg, n) == 0) {
+                r->charged += n;     /* the message's size bounds the result's JSON */
                 json_array_append(r->results, res);
+            } else {
+                run_truncate(r, "sandbox-buffer-bytes");
             }
         }
     } else if (strcmp(type, "error") == 0) {
@@ -548,6 +651,10 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     struct ctx_proc *p = s->data;
     struct context *c = p->ctx;
+    if (n == UV_ENOBUFS) {
+        wait_for_budget(p);
+        return;
+    }
     if (n < 0) {
         /* the context closed its channel: it is exiting or broken; make sure it ends */
         if (p->chan_open) {
@@ -572,9 +679,21 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     while (len && p->ctx && !p->dying) {
         const char *nl = memchr(d, '\n', len);
         size_t take = nl ? (size_t)(nl - d) : len;
-        if (buf_append(&p->line, d, take)) {
-            log_warn("context %s: a channel message exceeds %llu bytes", p->ctx->id,
-                     (unsigned long long)APP->cfg->max_result_bytes);
+        int rc = buf_append(&p->line, d, take);
+        if (rc) {
+            if (rc == -ENOBUFS)
+                snprintf(p->limit_why, sizeof p->limit_why, "a message of the context (a "
+                         "result) reached %zu bytes, more than its sandbox's buffer budget "
+                         "has left (--sandbox-buffer-bytes %llu, %llu bytes held for the "
+                         "sandbox)", p->line.len + take,
+                         (unsigned long long)budget_cap(p->bg),
+                         (unsigned long long)budget_used(p->bg));
+            else
+                snprintf(p->limit_why, sizeof p->limit_why, "a message of the context (a "
+                         "result) exceeds --max-result-bytes (%llu bytes)",
+                         (unsigned long long)APP->cfg->max_result_bytes);
+            log_warn("context %s: %s", p->ctx->id, p->limit_why);
+            buf_free(&p->line);   /* given back now, not when the process is reaped */
             p->dying = true;
             proc_kill(p);
             return;
@@ -585,6 +704,7 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         len -= take + 1;
         char *line = buf_steal(&p->line);
         buf_init(&p->line, APP->cfg->max_result_bytes);
+        buf_set_budget(&p->line, p->bg);
         on_message(p->ctx, p, line ? line : "", line ? strlen(line) : 0);
         free(line);
         if (!p->ctx)
@@ -596,6 +716,10 @@ static void out_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     struct ctx_proc *p = s->data;
     bool is_err = s == (uv_stream_t *)&p->err;
+    if (n == UV_ENOBUFS) {
+        wait_for_budget(p);
+        return;
+    }
     if (n < 0) {
         bool *open = is_err ? &p->err_open : &p->out_open;
         if (*open) {
@@ -694,6 +818,8 @@ static int proc_start(struct context *c, char *err, size_t errlen)
         goto fail;
     }
     buf_init(&p->line, APP->cfg->max_result_bytes);
+    p->bg = budget_ref(c->sb->budget);
+    buf_set_budget(&p->line, p->bg);
     p->ctx = c;
     p->started_ns = uv_hrtime();
     p->oom_base = jail_oom_kills(c->sb->jail);
@@ -749,8 +875,10 @@ fail:
         if (po[i] >= 0) close(po[i]);
         if (pe[i] >= 0) close(pe[i]);
     }
-    if (p)
+    if (p) {
         buf_free(&p->line);
+        budget_unref(p->bg);
+    }
     free(p);
     return rc ? rc : -EIO;
 }
@@ -855,6 +983,7 @@ static void run_abort(http_req *req, void *arg)
     (void)req;
     /* The client is gone. The run goes on (the context's state should stay consistent),
      * but its output is no longer produced for anyone: resume reading so it cannot block. */
+    budget_cancel(r->bg, &r->bw);
     if (r->paused && r->ctx && r->ctx->cur == r)
         set_paused(r->ctx, false);
 }
@@ -864,7 +993,7 @@ static void run_drain(http_req *req, void *arg)
     struct ctx_run *r = arg;
     (void)req;
     if (r->ctx && r->ctx->cur == r)
-        set_paused(r->ctx, false);
+        set_paused(r->ctx, false);   /* alloc_cb decides what the budget allows */
 }
 
 /* ---- contexts ---- */
@@ -1197,8 +1326,25 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
         return;
     }
+    /* A queued run holds its request (the raw body, kept by http until the answer, and the
+     * parsed tree): charged, so that queueing runs cannot fill the daemon either. */
+    size_t held = 2 * req->body.len + 4096;
+    if (budget_charge(sb->budget, held)) {
+        free(r);
+        json_decref(body);
+        http_respond_error(req, 429, "LIMIT_REACHED", "the run's request (%zu bytes) does not "
+                           "fit in what is left of sandbox '%s''s buffer budget "
+                           "(--sandbox-buffer-bytes %llu, %llu bytes held); wait for queued "
+                           "runs and unread answers", req->body.len, sb->id,
+                           (unsigned long long)budget_cap(sb->budget),
+                           (unsigned long long)budget_used(sb->budget));
+        return;
+    }
     r->ctx = c;
     r->req = req;
+    r->bg = budget_ref(sb->budget);
+    r->charged = held;
+    http_req_set_budget(req, r->bg);
     r->body = body;
     r->timeout_ms = timeout;
     r->results = json_array();

@@ -5,6 +5,19 @@
  * has been completed — whichever comes last. Until the sandbox's init has started the
  * command (exec_started) it holds only the raw fds; a start that fails, or that the
  * client gives up on, answers and frees it at once (the jail ends a late process).
+
+ *
+ * Memory: everything a command makes the daemon hold is charged to its sandbox's budget
+ * (budget.h), which the run keeps a reference to (the sandbox may go first):
+ *   - plain: each stream is kept already JSON-escaped (what the response will hold, up to
+ *     6 bytes per NUL), in a buf charged to the budget. The response is then built in the
+ *     stdout buffer itself (stderr appended, the JSON around it) and handed to http without
+ *     a copy, where it stays charged until the socket takes it. A stream the budget refuses
+ *     is cut there, the rest read and dropped: "truncated": true, "truncatedBy":
+ *     "sandbox-buffer-bytes" (or "max-output-bytes" for the per-stream cap).
+ *   - SSE: events are charged while queued to the client (http_req_set_budget). Each read
+ *     is sized so that its escaped event fits in what is left of the budget; when nothing
+ *     fits, reading stops (the command blocks on its own writes) until bytes are released.
  */
 #include "exec.h"
 
@@ -17,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "command.h"
 #include "jsonx.h"
 #include "log.h"
@@ -24,11 +38,27 @@
 #include "sse.h"
 
 
+/* An SSE read is at most READ_MAX bytes and at least READ_MIN: fewer left in the budget
+ * than the escaped size of READ_MIN (6 bytes each) plus an event's framing pauses reading,
+ * except that a stream whose client has taken everything queued may always read READ_FLOOR
+ * bytes: a stream that is read never starves because of the sandbox's streams that are not
+ * (a budget shared by streams would otherwise deadlock a client that reads them in turn). */
+#define READ_MAX 65536
+#define READ_MIN 16384
+#define READ_FLOOR 4096
+#define EVENT_SLACK 512
+#define ESCAPED(n) ((size_t)(n) * 6 + EVENT_SLACK)
+
+/* The JSON that opens a plain response; the stdout buffer leaves room for it. */
+static const char RESP_HEAD[] = "{\"stdout\":\"";
+
 struct exec_pipe {
     uv_pipe_t h;
     bool open;
+    bool cut;               /* plain: nothing more is kept (a cap was reached) */
+    size_t raw;             /* plain: bytes of output kept, before escaping */
     esc_carry carry;
-    buf kept;
+    buf kept;               /* plain: the output so far, JSON-escaped */
     const char *name;       /* "stdout" / "stderr" */
     struct exec_run *run;
 };
@@ -41,12 +71,17 @@ struct exec_run {
     bool streaming;
     jail_proc *proc;
     bool exited, paused, timed_out, truncated, oom, finished;
+    bool starved;           /* SSE: waiting for room in the budget (bw) or an empty queue */
+    const char *truncated_by;   /* the setting that cut the output */
+    budget *bg;             /* the sandbox's budget; one reference */
+    budget_waiter bw;       /* SSE: queued while reading waits for room in bg */
     int status;
     struct exec_pipe out, err;
     uv_pipe_t in;
     bool in_open;
     uv_write_t inw;
     char *stdin_data;
+    size_t stdin_held;      /* the copy of stdin, charged to bg until written */
     uv_timer_t timer;
     int handles;            /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
@@ -74,6 +109,9 @@ static void run_maybe_free(struct exec_run *r)
     if (r->handles == 0 && r->exited && r->finished) {
         buf_free(&r->out.kept);
         buf_free(&r->err.kept);
+        budget_cancel(r->bg, &r->bw);
+        budget_release(r->bg, r->stdin_held);
+        budget_unref(r->bg);
         free(r->stdin_data);
         free(r);
     }
@@ -116,50 +154,83 @@ static void run_finish(struct exec_run *r)
     const char *sig;
     int code = exec_exit_code(r->status, &sig);
     double ms = (double)(uv_hrtime() - r->start_ns) / 1e6;
-    buf b;
-    buf_init(&b, r->cfg->max_output_bytes * 12 + 4096);
-    int rc = 0;
+    budget_cancel(r->bg, &r->bw);
     if (r->streaming) {
+        buf b;
+        buf_init(&b, 4096);
         sse_event_text(&r->sse, "stdout", &r->out.carry, "", 0, true);
         sse_event_text(&r->sse, "stderr", &r->err.carry, "", 0, true);
-        rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code, ms,
-                        r->timed_out ? "true" : "false");
-    } else {
-        rc = buf_puts(&b, "{\"stdout\":\"");
-        rc = rc ? rc : esc_json(&b, NULL, r->out.kept.data, r->out.kept.len, true);
-        rc = rc ? rc : buf_puts(&b, "\",\"stderr\":\"");
-        rc = rc ? rc : esc_json(&b, NULL, r->err.kept.data, r->err.kept.len, true);
-        rc = rc ? rc : buf_printf(&b, "\",\"exitCode\":%d,\"success\":%s,\"durationMs\":%.3f,"
-                                  "\"timedOut\":%s,\"truncated\":%s", code,
-                                  code == 0 && !r->timed_out ? "true" : "false", ms,
-                                  r->timed_out ? "true" : "false", r->truncated ? "true" : "false");
-    }
-    if (!rc && sig)
-        rc = buf_printf(&b, ",\"signal\":\"SIG%s\"", sig);
-    if (!rc && r->oom)
-        rc = buf_puts(&b, ",\"oomKilled\":true");
-    if (!rc)
-        rc = buf_puts(&b, "}");
-    if (r->streaming) {
+        int rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code,
+                            ms, r->timed_out ? "true" : "false");
+        if (!rc && sig)
+            rc = buf_printf(&b, ",\"signal\":\"SIG%s\"", sig);
+        if (!rc && r->oom)
+            rc = buf_puts(&b, ",\"oomKilled\":true");
+        if (!rc)
+            rc = buf_puts(&b, "}");
         if (!rc)
             sse_event(&r->sse, "exit", b.data, b.len);
         sse_end(&r->sse);
-    } else if (rc) {
-        http_respond_error(r->req, 500, "INTERNAL_ERROR", "the command's result does not fit");
+        buf_free(&b);
     } else {
-        http_respond(r->req, 200, "application/json", b.data, b.len, NULL);
+        /* Built in place in the stdout buffer: no second copy of the output is ever alive.
+         * It leaves the budget here and is charged again, whole, once queued to the client. */
+        buf *b = &r->out.kept;
+        buf_set_budget(b, NULL);
+        size_t hl = sizeof RESP_HEAD - 1;
+        int rc = esc_json(b, &r->out.carry, "", 0, true);
+        rc = rc ? rc : buf_append(b, RESP_HEAD, hl);    /* room, then moved to the front */
+        if (!rc) {
+            memmove(b->data + hl, b->data, b->len - hl);
+            memcpy(b->data, RESP_HEAD, hl);
+        }
+        rc = rc ? rc : buf_puts(b, "\",\"stderr\":\"");
+        rc = rc ? rc : buf_append(b, r->err.kept.data, r->err.kept.len);
+        rc = rc ? rc : esc_json(b, &r->err.carry, "", 0, true);
+        buf_free(&r->err.kept);
+        rc = rc ? rc : buf_printf(b, "\",\"exitCode\":%d,\"success\":%s,\"durationMs\":%.3f,"
+                                  "\"timedOut\":%s,\"truncated\":%s", code,
+                                  code == 0 && !r->timed_out ? "true" : "false", ms,
+                                  r->timed_out ? "true" : "false", r->truncated ? "true" : "false");
+        if (!rc && r->truncated_by)
+            rc = buf_printf(b, ",\"truncatedBy\":\"%s\"", r->truncated_by);
+        if (!rc && sig)
+            rc = buf_printf(b, ",\"signal\":\"SIG%s\"", sig);
+        if (!rc && r->oom)
+            rc = buf_puts(b, ",\"oomKilled\":true");
+        if (!rc)
+            rc = buf_puts(b, "}");
+        if (rc) {
+            http_respond_error(r->req, 500, "INTERNAL_ERROR", "the command's result does not fit");
+            buf_free(b);
+        } else {
+            size_t len = b->len;
+            http_respond_take(r->req, 200, "application/json", buf_steal(b), len, NULL);
+        }
     }
-    buf_free(&b);
     r->req = NULL;
     run_maybe_free(r);
 }
 
+/* A streamed read is sized so that its escaped event fits in the budget; 0 bytes (libuv
+ * then reports UV_ENOBUFS) when not even READ_MIN fits. */
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
-    static char chunk[65536];
-    (void)h;
+    static char chunk[READ_MAX];
+    struct exec_pipe *p = h->data;
+    size_t n = sizeof chunk;
     (void)hint;
-    *b = uv_buf_init(chunk, sizeof chunk);
+    if (p->run->streaming) {
+        uint64_t room = budget_room(p->run->bg);
+        uint64_t fit = room > EVENT_SLACK ? (room - EVENT_SLACK) / 6 : 0;
+        n = fit < READ_MIN ? 0 : fit < n ? (size_t)fit : n;
+        http_req *req = p->run->req;
+        if (req && req->aborted)
+            n = sizeof chunk;   /* nothing is kept for a client that is gone */
+        else if (n == 0 && req && http_queued(req) == 0)
+            n = READ_FLOOR;
+    }
+    *b = uv_buf_init(chunk, (unsigned)n);
 }
 
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
@@ -177,10 +248,63 @@ static void set_reading(struct exec_run *r, bool on)
     }
 }
 
+/* Room again in the budget: read on, unless the client asked to pause. */
+static void budget_woken(budget_waiter *w)
+{
+    struct exec_run *r = w->arg;
+    r->starved = false;
+    if (!r->finished && !r->paused)
+        set_reading(r, true);
+}
+
+/* Keep what fits of a plain stream, escaped; cut it (and say which cap) when it does not. */
+static void keep_output(struct exec_run *r, struct exec_pipe *p, const char *d, size_t n)
+{
+    size_t room = r->cfg->max_output_bytes - p->raw;
+    size_t take = n < room ? n : room;
+    const char *why = take < n ? "max-output-bytes" : NULL;
+    if (take && !p->cut) {
+        size_t before = p->kept.len;
+        esc_carry saved = p->carry;
+        int rc = esc_json(&p->kept, &p->carry, d, take, false);
+        if (rc) {
+            /* back to the last whole chunk: the response holds a prefix of the output */
+            p->kept.len = before;
+            if (p->kept.data)
+                p->kept.data[before] = '\0';
+            p->carry = saved;
+            why = rc == -ENOBUFS ? "sandbox-buffer-bytes" : "max-output-bytes";
+        } else {
+            p->raw += take;
+        }
+    } else if (take) {
+        why = "max-output-bytes";   /* already cut: the reason was recorded then */
+    }
+    if (why) {
+        p->cut = true;
+        r->truncated = true;
+        if (!r->truncated_by || strcmp(why, "sandbox-buffer-bytes") == 0)
+            r->truncated_by = why;
+    }
+}
+
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     struct exec_pipe *p = s->data;
     struct exec_run *r = p->run;
+    if (n == UV_ENOBUFS) {
+        /* the budget has no room for another event: wait (the command blocks meanwhile)
+         * for room, or for this client to take what is queued (on_drain then) */
+        set_reading(r, false);
+        r->bw.need = ESCAPED(READ_MIN);
+        r->bw.cb = budget_woken;
+        r->bw.arg = r;
+        budget_wait(r->bg, &r->bw);
+        r->starved = true;
+        if (r->req)
+            r->req->paused = true;   /* so that on_drain says when the queue has gone */
+        return;
+    }
     if (n < 0) {
         close_pipe(p);
         run_finish(r);
@@ -196,11 +320,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         }
         return;
     }
-    size_t room = r->cfg->max_output_bytes - p->kept.len;
-    size_t take = (size_t)n < room ? (size_t)n : room;
-    if (take < (size_t)n)
-        r->truncated = true;
-    buf_append(&p->kept, b->base, take);
+    keep_output(r, p, b->base, (size_t)n);
 }
 
 static void on_drain(http_req *req, void *arg)
@@ -208,7 +328,8 @@ static void on_drain(http_req *req, void *arg)
     struct exec_run *r = arg;
     (void)req;
     r->paused = false;
-    set_reading(r, true);
+    r->starved = false;
+    set_reading(r, true);   /* alloc_cb decides what the budget allows */
 }
 
 static void kill_group(struct exec_run *r)
@@ -231,8 +352,9 @@ static void on_abort(http_req *req, void *arg)
         return;
     }
     kill_group(r);
-    if (r->paused) {
-        r->paused = false;
+    budget_cancel(r->bg, &r->bw);
+    if (r->paused || r->starved) {
+        r->paused = r->starved = false;
         set_reading(r, true);   /* nobody reads the stream now: drain and discard */
     }
 }
@@ -245,8 +367,8 @@ static void timer_cb(uv_timer_t *t)
         kill_group(r);
         return;
     }
-    /* drain grace over: orphans still hold the pipes */
-    if (r->paused) {
+    /* drain grace over: orphans still hold the pipes (a paused stream is owed its output) */
+    if (r->paused || r->starved) {
         uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
         return;
     }
@@ -276,6 +398,10 @@ static void stdin_written(uv_write_t *w, int status)
 {
     struct exec_run *r = w->data;
     (void)status;
+    free(r->stdin_data);      /* written (or refused): given back now */
+    r->stdin_data = NULL;
+    budget_release(r->bg, r->stdin_held);
+    r->stdin_held = 0;
     if (r->in_open) {
         r->in_open = false;
         uv_close((uv_handle_t *)&r->in, handle_closed);   /* EOF for the command */
@@ -286,7 +412,10 @@ static int open_pipe(struct exec_run *r, struct exec_pipe *p, int fd, const char
 {
     p->run = r;
     p->name = name;
-    buf_init(&p->kept, r->cfg->max_output_bytes);
+    /* escaped: 6 bytes per byte at worst; stdout's buffer becomes the whole response */
+    size_t esc = (size_t)r->cfg->max_output_bytes * 6;
+    buf_init(&p->kept, p == &r->out ? 2 * esc + 4096 : esc);
+    buf_set_budget(&p->kept, r->bg);
     uv_pipe_init(uv_default_loop(), &p->h, 0);
     p->h.data = p;
     r->handles++;
@@ -304,6 +433,8 @@ static void start_failed(struct exec_run *r, int rc, const char *msg)
         close(r->in_fd);
     cmd_respond_error(r->req, rc, r->cwd, msg ? msg : strerror(-rc), "command");
     free(r->stdin_data);
+    budget_release(r->bg, r->stdin_held);
+    budget_unref(r->bg);
     free(r);
 }
 
@@ -331,12 +462,13 @@ static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
         r->handles++;
         r->in_open = true;
         uv_pipe_open(&r->in, r->in_fd);
-        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)strlen(r->stdin_data));
+        uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)r->stdin_held);
         r->inw.data = r;
         if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
             stdin_written(&r->inw, -1);
     }
     req->on_drain = on_drain;
+    http_req_set_budget(req, r->bg);
     if (req->want_sse) {
         r->streaming = true;
         sse_begin(&r->sse, req);
@@ -366,6 +498,16 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         return;
     }
 
+    size_t stdin_len = stdin_s ? strlen(stdin_s) : 0;
+    if (budget_charge(sb->budget, stdin_len)) {
+        json_decref(body);
+        http_respond_error(req, 429, "LIMIT_REACHED", "stdin (%zu bytes) does not fit in what "
+                           "is left of sandbox '%s''s buffer budget (--sandbox-buffer-bytes "
+                           "%llu, %llu bytes held); try again once output is read", stdin_len,
+                           sb->id, (unsigned long long)budget_cap(sb->budget),
+                           (unsigned long long)budget_used(sb->budget));
+        return;
+    }
     struct exec_run *r = calloc(1, sizeof *r);
     int pi[2] = { -1, -1 }, out[2];
     if (!r || (stdin_s && (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(stdin_s))))) {
@@ -374,6 +516,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
             close(pi[0]);
             close(pi[1]);
         }
+        budget_release(sb->budget, stdin_len);
         free(r);
         json_decref(body);
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
@@ -382,6 +525,8 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     }
     r->req = req;
     r->sb = sb;
+    r->bg = budget_ref(sb->budget);
+    r->stdin_held = stdin_len;
     r->cfg = app->cfg;
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
@@ -397,6 +542,8 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         if (pi[1] >= 0)
             close(pi[1]);
         free(r->stdin_data);
+        budget_release(r->bg, r->stdin_held);
+        budget_unref(r->bg);
         free(r);
         cmd_respond_error(req, rc, cmd.cwd, err, "command");
         return;

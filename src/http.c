@@ -52,6 +52,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "budget.h"
 #include "escape.h"
 #include "log.h"
 #include "metrics.h"
@@ -118,6 +119,7 @@ struct http_conn {
     bool first_deadline;        /* the timer is the accept-time deadline (first request) */
     http_req *req;              /* request being received or handled */
     buf pending;                /* received, not yet parsed */
+    size_t unwritten;           /* bytes queued whose write has not completed */
     uint64_t header_bytes;      /* of the request being received */
     char hname[HEADER_NAME_CAP];
     size_t hname_len;           /* > HEADER_NAME_CAP: a name we ignore */
@@ -143,6 +145,8 @@ struct write_req {
     uv_write_t w;
     http_conn *conn;
     size_t len;
+    budget *bg;                 /* charged with len until written (http_req_set_budget) */
+    char *owned;                /* a handed-over body after data (http_respond_take) */
     char data[];
 };
 
@@ -253,43 +257,67 @@ static void write_cb(uv_write_t *w, int status)
 {
     struct write_req *wr = (struct write_req *)w;
     http_conn *c = wr->conn;
+    budget *bg = wr->bg;
+    size_t charged = wr->len;
+    c->unwritten -= wr->len;
+    free(wr->owned);
     free(wr);
     if (status < 0) {
         if (!c->closing)
             conn_close(c);
-        return;
+    } else {
+        http_req *r = c->req;
+        if (r && r->paused && !r->aborted &&
+            queued_bytes(c) <= c->srv->lim.stream_buffer_bytes / 2) {
+            r->paused = false;
+            if (r->on_drain)
+                r->on_drain(r, r->cb_arg);
+        }
     }
-    http_req *r = c->req;
-    if (r && r->paused && !r->aborted &&
-        queued_bytes(c) <= c->srv->lim.stream_buffer_bytes / 2) {
-        r->paused = false;
-        if (r->on_drain)
-            r->on_drain(r, r->cb_arg);
+    /* last: releasing may wake producers of this sandbox, which write again */
+    budget_release(bg, charged);
+    budget_unref(bg);
+}
+
+/* Queue bytes: a and b copied into one allocation, then owned (malloc'd, olen bytes, may
+ * be NULL) handed over without a copy and freed once written. The queued bytes are charged
+ * to the request's budget until written. */
+static int conn_write_owned(http_conn *c, const void *a, size_t alen, const void *b,
+                            size_t blen, char *owned, size_t olen)
+{
+    struct write_req *wr = c->closing ? NULL : malloc(sizeof *wr + alen + blen);
+    if (!wr) {
+        free(owned);
+        return c->closing ? -EPIPE : -ENOMEM;
     }
+    wr->conn = c;
+    wr->len = alen + blen + olen;
+    wr->owned = owned;
+    wr->bg = budget_ref(c->req ? c->req->budget : NULL);
+    budget_force(wr->bg, wr->len);   /* the bytes exist already: counted, never refused */
+    if (alen)
+        memcpy(wr->data, a, alen);
+    if (blen)
+        memcpy(wr->data + alen, b, blen);
+    uv_buf_t ub[2] = { uv_buf_init(wr->data, (unsigned)(alen + blen)),
+                       uv_buf_init(owned, (unsigned)olen) };
+    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, ub, owned ? 2 : 1, write_cb);
+    if (rc) {
+        budget_release(wr->bg, wr->len);
+        budget_unref(wr->bg);
+        free(owned);
+        free(wr);
+        return rc;
+    }
+    c->unwritten += wr->len;
+    metrics_bytes_out(wr->len);
+    return 0;
 }
 
 /* Queue bytes (two pieces, copied into one allocation). */
 static int conn_write(http_conn *c, const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (c->closing)
-        return -EPIPE;
-    struct write_req *wr = malloc(sizeof *wr + alen + blen);
-    if (!wr)
-        return -ENOMEM;
-    wr->conn = c;
-    wr->len = alen + blen;
-    if (alen)
-        memcpy(wr->data, a, alen);
-    if (blen)
-        memcpy(wr->data + alen, b, blen);
-    uv_buf_t ub = uv_buf_init(wr->data, (unsigned)wr->len);
-    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &ub, 1, write_cb);
-    if (rc) {
-        free(wr);
-        return rc;
-    }
-    metrics_bytes_out(wr->len);
-    return 0;
+    return conn_write_owned(c, a, alen, b, blen, NULL, 0);
 }
 
 /* Status line and headers into b. */
@@ -319,6 +347,7 @@ static void req_free(http_req *r)
     if (!r)
         return;
     buf_free(&r->body);
+    budget_unref(r->budget);
     free(r->target);
     free(r->path);
     free(r);
@@ -389,6 +418,38 @@ void http_respond(http_req *r, int status, const char *ctype, const void *body, 
         buf_free(&head);
     }
     req_finish(r);
+}
+
+void http_respond_take(http_req *r, int status, const char *ctype, char *body, size_t len,
+                       const char *extra)
+{
+    if (r->responded || r->finished || r->aborted || r->method == HTTP_HEAD) {
+        free(body);
+        http_respond(r, status, ctype, NULL, len, extra);   /* HEAD: the head alone */
+        return;
+    }
+    r->responded = true;
+    r->status = status;
+    buf head;
+    buf_init(&head, 8192);
+    if (format_head(&head, status, ctype, (long long)len, resp_keep(r), extra) == 0)
+        conn_write_owned(r->conn, head.data, head.len, NULL, 0, body, len);
+    else
+        free(body);
+    buf_free(&head);
+    req_finish(r);
+}
+
+size_t http_queued(const http_req *r)
+{
+    return r->conn->unwritten;
+}
+
+void http_req_set_budget(http_req *r, struct budget *bg)
+{
+    budget *old = r->budget;
+    r->budget = budget_ref(bg);
+    budget_unref(old);
 }
 
 /* Error envelope into b: {"code":"…","message":"…"} with the message escaped. */

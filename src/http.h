@@ -61,6 +61,8 @@ struct http_limits {
 
 typedef struct http_server http_server;
 typedef struct http_conn http_conn;
+struct budget;
+
 typedef struct http_req http_req;
 
 typedef void (*http_req_cb)(http_req *req, void *arg);
@@ -88,6 +90,7 @@ struct http_req {
     http_req_cb on_abort;       /* the client went away; stop producing */
     http_req_cb on_drain;       /* a paused stream may write again */
     void *cb_arg;
+    struct budget *budget;      /* charged with the response bytes queued (http_req_set_budget) */
     /* set by the handler of a streamed-body request (body_streaming) */
     http_body_cb on_body;       /* a piece of the body arrived */
     http_req_cb on_body_end;    /* the whole body arrived */
@@ -125,6 +128,16 @@ uint64_t http_connections_shed(const http_server *s);   /* closed to make room, 
 /* Whole responses. Each completes the request. body is copied. */
 void http_respond(http_req *req, int status, const char *content_type,
                   const void *body, size_t len, const char *extra_headers);
+/* The same, but body (malloc'd) is handed over: written without a copy and freed once
+ * written (or at once when it cannot be). */
+void http_respond_take(http_req *req, int status, const char *content_type, char *body,
+                       size_t len, const char *extra_headers);
+/* From now on, response bytes queued for req (whole or streamed) are charged to bg
+ * (budget.h) until the socket has taken them; req holds a reference to bg. */
+void http_req_set_budget(http_req *req, struct budget *bg);
+/* Response bytes queued for req's connection whose write has not completed yet (0: the
+ * client has taken everything; as long as it is not, the bytes are still charged). */
+size_t http_queued(const http_req *req);
 /* Error envelope {"code","message"}; message formatted printf-style. */
 void http_respond_error(http_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -18,6 +18,7 @@
 #include "http.h"
 #include "jail.h"
 #include "log.h"
+#include "budget.h"
 #include "metrics.h"
 #include "context.h"
 #include "reaper.h"
@@ -208,6 +209,11 @@ int main(int argc, char **argv)
     metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
     metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
                   gauge_zygote);
+    metrics_gauge("sandboxd_sandbox_buffer_bytes", "Bytes the daemon holds for sandboxes "
+                  "(charged to their --sandbox-buffer-bytes budgets).", budget_total_used);
+    metrics_gauge("sandboxd_sandbox_buffer_refusals", "Charges refused and waits for room "
+                  "on sandbox buffer budgets since start (a count that only grows).",
+                  budget_total_refusals);
     api_init(&app, loop, &cfg);
     ctx_init(&app);
     snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);

@@ -16,6 +16,12 @@
  * past --max-processes, or the sandbox's destruction), has no follower left and all its
  * handles are closed. The sandbox-destroy hook only detaches the procs: the jail kills
  * every process and reports each exit before the sandbox is gone.
+ *
+ * Memory: a ring's allocation is charged to the sandbox's budget (budget.h) before it
+ * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
+ * has: the oldest bytes are dropped sooner, counted as always (outputDropped, `dropped`
+ * events), and the process is never blocked. JSON logs and follower events are charged
+ * while queued to the client (http_req_set_budget).
  */
 #include "stamp.h"
 #include "process.h"
@@ -29,6 +35,7 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "budget.h"
 #include "command.h"
 #include "jsonx.h"
 #include "log.h"
@@ -41,8 +48,9 @@ static const char *const STREAM[2] = { "stdout", "stderr" };
 
 struct ring {
     char *data;
-    size_t alloc, cap;
+    size_t alloc, cap;           /* cap shrinks to alloc when the budget refuses growth */
     uint64_t start, end;         /* absolute offsets of what is held */
+    budget *bg;                  /* charged with alloc; borrowed from the proc */
 };
 
 struct proc;
@@ -55,6 +63,7 @@ struct follower {
     uint64_t dropped[2];
     esc_carry carry[2];
     bool paused;
+    budget_waiter bw;            /* queued while the budget has no room for an event */
     struct follower *next;
 };
 
@@ -79,6 +88,7 @@ struct proc {
     jail_proc *jp;               /* NULL once exited */
     bool exited, finished, removed;
     int status;
+    budget *bg;                  /* the sandbox's budget; one reference */
     struct ppipe io[2];
     uv_timer_t timer;
     int handles;
@@ -121,9 +131,19 @@ static void ring_append(struct ring *r, const char *d, size_t n)
             want *= 2;
         if (want > r->cap)
             want = r->cap;
-        char *nd = realloc(r->data, want);
-        if (!nd) {   /* out of memory: count the bytes as dropped */
-            r->end += n;
+        bool granted = budget_charge(r->bg, want - r->alloc) == 0;
+        char *nd = granted ? realloc(r->data, want) : NULL;
+        if (!nd) {
+            if (granted)
+                budget_release(r->bg, want - r->alloc);
+            if (r->alloc) {
+                /* no growth (budget or memory): nothing has wrapped yet, so offsets are
+                 * still positions, and the ring becomes one of the size it has */
+                r->cap = r->alloc;
+                ring_append(r, d, n);
+                return;
+            }
+            r->end += n;   /* nothing held, nothing granted: the bytes count as dropped */
             r->start = r->end;
             return;
         }
@@ -189,8 +209,11 @@ static void proc_maybe_free(struct proc *p)
 {
     if (!p->removed || !p->finished || p->followers || p->waiters || p->handles)
         return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        budget_release(p->bg, p->io[i].ring.alloc);
         free(p->io[i].ring.data);
+    }
+    budget_unref(p->bg);
     free(p->command);
     free(p);
 }
@@ -233,6 +256,7 @@ static void follower_detach(struct follower *f)
             *pp = f->next;
             break;
         }
+    budget_cancel(p->bg, &f->bw);
     sse_end(&f->sse);   /* completes the request (discarded when the client is gone) */
     free(f);
     proc_maybe_free(p);
@@ -241,6 +265,25 @@ static void follower_detach(struct follower *f)
 /* Send a follower everything it has not had yet, until the client asks to pause; once
  * the process is finished and all is sent, the exit event ends the stream.
  * Returns false when the follower was detached (freed). */
+static void follower_woken(budget_waiter *w);
+
+/* Queued events are charged to the sandbox's budget: true (and f waits for room, or for
+ * its client to take what is queued) when it cannot take another event (EVENT_MAX bytes
+ * escape to at most 6 times as many). A follower whose client has taken everything may
+ * always send one: one that is read never starves because of others that are not. */
+static bool follower_starved(struct follower *f)
+{
+    const size_t need = EVENT_MAX * 6 + 512;
+    if (budget_room(f->p->bg) >= need || http_queued(f->req) == 0)
+        return false;
+    f->req->paused = true;       /* follower_drain once the client has taken it */
+    f->bw.need = need;
+    f->bw.cb = follower_woken;
+    f->bw.arg = f;
+    budget_wait(f->p->bg, &f->bw);
+    return true;
+}
+
 static bool follower_pump(struct follower *f)
 {
     struct proc *p = f->p;
@@ -267,6 +310,8 @@ static bool follower_pump(struct follower *f)
             }
         }
         while (f->pos[i] < r->end) {
+            if (follower_starved(f))
+                return true;
             const char *d = "";
             size_t n = ring_span(r, f->pos[i], EVENT_MAX, &d);
             f->pos[i] += n;
@@ -295,6 +340,11 @@ static bool follower_pump(struct follower *f)
     sse_event(&f->sse, "exit", ev, (size_t)n);
     follower_detach(f);
     return false;
+}
+
+static void follower_woken(budget_waiter *w)
+{
+    follower_pump(w->arg);
 }
 
 static void pump_all(struct proc *p)
@@ -492,6 +542,7 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
         set->starting--;
     p->jp = jp;
     p->pid = jail_proc_pid(p->jp);
+    p->bg = budget_ref(sb->budget);
     p->started_ms = stamp_now_ms();
     uv_timer_init(uv_default_loop(), &p->timer);
     p->timer.data = p;
@@ -500,6 +551,7 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
         struct ppipe *pp = &p->io[i];
         pp->p = p;
         pp->ring.cap = (size_t)log_cap;
+        pp->ring.bg = p->bg;
         uv_pipe_init(uv_default_loop(), &pp->h, 0);
         pp->h.data = pp;
         p->handles++;
@@ -687,10 +739,19 @@ static void logs_json(http_req *req, const struct proc *p)
                         (unsigned long long)p->io[1].ring.start,
                         p->io[0].ring.start || p->io[1].ring.start ? "true" : "false",
                         p->exited ? "exited" : "running");
-    if (rc)
+    if (rc) {
         http_respond_error(req, 500, "INTERNAL_ERROR", "the logs do not fit in memory");
-    else
-        http_respond(req, 200, "application/json", b.data, b.len, NULL);
+    } else if (budget_room(p->bg) < b.len) {
+        http_respond_error(req, 429, "LIMIT_REACHED", "the logs (%zu bytes as JSON) do not "
+                           "fit in what is left of the sandbox's buffer budget "
+                           "(--sandbox-buffer-bytes %llu, %llu bytes held); try again once "
+                           "queued responses are read, or follow the logs (SSE)", b.len,
+                           (unsigned long long)budget_cap(p->bg),
+                           (unsigned long long)budget_used(p->bg));
+    } else {
+        size_t len = b.len;
+        http_respond_take(req, 200, "application/json", buf_steal(&b), len, NULL);
+    }
     buf_free(&b);
 }
 
@@ -700,6 +761,7 @@ void api_process_logs(struct app *app, http_req *req, const route_params *rp)
     struct proc *p = lookup(req, rp, NULL);
     if (!p)
         return;
+    http_req_set_budget(req, p->bg);
     if (!req->want_sse) {
         logs_json(req, p);
         return;

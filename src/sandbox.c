@@ -208,6 +208,7 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
     char id[SBX_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", s->id);
     if (rc) {
+        budget_unref(s->budget);
         json_decref(s->env);
         free(s);
         s = NULL;
@@ -248,6 +249,13 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
     s->network_host = network_host;
     s->env = env ? json_deep_copy(env) : json_object();
     s->created_ms = stamp_now_ms();
+    s->budget = budget_new(cfg->sandbox_buffer_bytes);
+    if (!s->budget) {
+        json_decref(s->env);
+        free(s);
+        free(c);
+        return -ENOMEM;
+    }
     struct jail_opts jo = {
         .id = id,
         .network_host = network_host,
@@ -264,6 +272,7 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
     c->arg = arg;
     int rc = jail_create(uv_default_loop(), &jo, jail_ready, c, err, errlen);
     if (rc) {
+        budget_unref(s->budget);
         json_decref(s->env);
         free(s);
         free(c);
@@ -330,6 +339,7 @@ static void destroyed(void *arg)
     struct destroy_wait *w = arg;
     log_info("sandbox %s destroyed", w->s->id);
     json_decref(w->s->env);
+    budget_unref(w->s->budget);   /* holders of charged bytes keep their own references */
     free(w->s);
     if (w->done)
         w->done(w->arg);
@@ -454,7 +464,8 @@ json_t *sbx_to_json(const sandbox *s)
     stamp_iso8601(s->created_ms, created, sizeof created);
     struct jail_usage u = { 0, 0 };
     jail_usage(s->jail, &u);
-    return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:I, s:I}}",
+    return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, "
+                     "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
                      "id", s->id, "createdAt", created, "network",
                      s->network_host ? "host" : "none", "limits", "memoryMb",
                      (json_int_t)s->limits.memory_mb, "pids", (json_int_t)s->limits.pids,
@@ -462,5 +473,9 @@ json_t *sbx_to_json(const sandbox *s)
                      (json_int_t)s->limits.tmp_mb, "timeoutMs",
                      (json_int_t)s->limits.timeout_ms, "usage", "memoryBytes",
                      (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes,
-                     "contexts", (json_int_t)s->ncontexts);
+                     "contexts", (json_int_t)s->ncontexts,
+                     "bufferBytes", (json_int_t)budget_used(s->budget),
+                     "bufferPeakBytes", (json_int_t)budget_peak(s->budget),
+                     "bufferLimitBytes", (json_int_t)budget_cap(s->budget),
+                     "bufferRefusals", (json_int_t)budget_refusals(s->budget));
 }

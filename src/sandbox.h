@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "jail.h"
 
@@ -39,6 +40,7 @@ typedef struct sandbox {
     struct sbx_limits limits;
     bool network_host;
     json_t *env;                /* sandbox-level environment (object of strings), owned */
+    budget *budget;             /* what the daemon holds for it (budget.h); one reference */
     uint64_t created_ms;        /* Unix epoch, ms */
     unsigned nexec;             /* commands running */
     unsigned ncontexts;         /* code contexts alive */

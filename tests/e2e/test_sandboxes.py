@@ -19,7 +19,8 @@ def test_put_is_get_or_create(daemon):
     assert status == 200 and c["id"] == "goc"
     assert c["network"] == "none"
     assert set(c["limits"]) >= {"memoryMb", "pids", "cpus", "diskMb", "timeoutMs"}
-    assert set(c["usage"]) == {"memoryBytes", "processes", "contexts"}
+    assert set(c["usage"]) == {"memoryBytes", "processes", "contexts", "bufferBytes",
+                               "bufferPeakBytes", "bufferLimitBytes", "bufferRefusals"}
     assert daemon.json("DELETE", "/v1/sandboxes/goc") == (200, {"deleted": True})
     status, e = daemon.json("GET", "/v1/sandboxes/goc")
     assert status == 404 and e["code"] == "SANDBOX_NOT_FOUND"
