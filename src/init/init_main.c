@@ -197,6 +197,22 @@ static int keep_namespaces(const struct init_cfg *cfg, pid_t pid, int *sync_fd)
     return 0;
 }
 
+/* The inner (pid 1 of the sandbox) is never the OOM killer's victim either, where we may
+ * say so: lowering a score needs CAP_SYS_RESOURCE over the host, which the inner never
+ * has and we have only when the daemon runs as a root that kept it (not everywhere: some
+ * hosts drop it from root's bounding set; then EACCES, and what protects the inner is
+ * that every other process of the sandbox raises its own score, see JAIL_OOM_SCORE_ADJ).
+ * Through the legacy oom_adj file on purpose: the new file would also lower the inner's
+ * oom_score_adj_min, which its children inherit, and sandbox code could then take -1000
+ * for itself; the legacy one leaves the floor where it was (the daemon's). Called before
+ * the inner is released, so it has no child yet. 0 or -errno. */
+static int protect_inner(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/oom_adj", (int)pid);
+    return write_file(path, "-17");
+}
+
 static void send_fail(int rc, const char *what)
 {
     struct jp_hdr h = { .type = JP_FAIL, .a = rc, .len = (uint32_t)strlen(what) + 1 };
@@ -344,8 +360,10 @@ int main(int argc, char **argv)
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
      * killer may well pick us, and the sandbox dies with us. We are never its victim
      * (set after the clone: the inner and the sandbox's processes keep the default). */
-    if (!cfg.rootless)
+    if (!cfg.rootless) {
         (void)write_file("/proc/self/oom_score_adj", "-1000");
+        (void)protect_inner(pid);
+    }
     int rc = write_maps(&cfg, pid);
     if (rc) {
         send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
