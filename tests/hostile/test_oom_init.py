@@ -14,7 +14,9 @@ while a Python context and a background `sleep` exist: the writer is killed by S
 (exit 137, oomKilled), init is the same process afterwards, and once the file is deleted
 through the files API (which runs nothing in the sandbox) the sandbox runs commands again.
 """
+import base64
 import os
+import struct
 
 from sbxtest import Sandbox, context, run
 
@@ -49,6 +51,31 @@ def init_score_adj():
         return "-1000"
     with open("/proc/self/oom_score_adj") as f:
         return f.read().strip()
+
+
+def tiny_writer():
+    """A static x86-64 ELF of 163 bytes that writes 4 KiB blocks to stdout until write
+    fails, then exits with the errno. Its few pages make it smaller than the sandbox's
+    init, which is what made init (or the outer init) the OOM killer's choice: it picks
+    the biggest process, and coreutils happen to be a little bigger than init."""
+    code = bytes.fromhex(
+        "4881ec00100000"   # sub rsp, 4096
+        "b801000000"       # loop: mov eax, 1 (write)
+        "bf01000000"       # mov edi, 1
+        "4889e6"           # mov rsi, rsp
+        "ba00100000"       # mov edx, 4096
+        "0f05"             # syscall
+        "4885c0"           # test rax, rax
+        "7fe7"             # jg loop
+        "f7d8"             # neg eax
+        "89c7"             # mov edi, eax
+        "b83c000000"       # mov eax, 60 (exit)
+        "0f05")            # syscall
+    base, size = 0x400000, 64 + 56 + len(code)
+    ehdr = struct.pack("<4s5B7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, b"\0" * 7, 2,
+                       0x3E, 1, base + 120, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000)
+    return base64.b64encode(ehdr + phdr + code).decode()
 
 
 def init_start(sb):
@@ -90,15 +117,17 @@ def test_filling_the_workspace_kills_the_writer_not_init(daemon):
         out = run(daemon, sid, "x = 41", context=cid)
         assert out["error"] is None, out
         sb.sh("sleep 1000 >/dev/null 2>&1 &")
-        # 300 MB into a 64 MiB sandbox: the writer is the exec's own process.
-        out = sb.exec("exec head -c 300000000 /dev/zero > /workspace/big")
+        sb.sh("echo %s | base64 -d > /workspace/w && chmod +x /workspace/w" % tiny_writer())
+        # Until the 512 MB disk is full, in a 64 MiB sandbox: the writer is the exec's own
+        # process, and the smallest one in the sandbox.
+        out = sb.exec("exec /workspace/w > /workspace/big")
         assert (out["exitCode"], out.get("signal"), out.get("oomKilled")) == \
             (137, "SIGKILL", True), out
         # The file holds what fit; memory is full of it. Deleting it runs nothing inside.
         status, _, body = daemon.request("DELETE", "/v1/sandboxes/%s/files/big" % sid)
         assert status == 200, body
         assert sb.sh("echo ok") == "ok\n"
-        assert sb.sh("ls -A /workspace") == ""
+        assert sb.sh("ls -A /workspace") == "w\n"
         assert init_start(sb) == start
         status, info = daemon.json("GET", "/v1/sandboxes/" + sid)
         assert status == 200, info
