@@ -90,12 +90,13 @@ static int clear_capabilities(void)
  * would otherwise pick when it is the biggest process left in a sandbox whose memory is
  * full of tmpfs pages, and the whole sandbox would die with it. The init's value (-1000
  * where the outer init could set it, else the daemon's) is inherited across fork: we
- * set ours outright. Raising needs no privilege; a value below what we inherited as the
- * floor (oom_score_adj_min, the daemon's) would need CAP_SYS_RESOURCE on the host, so
- * sandbox code cannot take this back below JAIL_OOM_SCORE_ADJ's floor either. */
+ * set ours outright. Raising needs no privilege. Sandbox code may lower its own value
+ * again down to the floor it inherited (oom_score_adj_min: the daemon's, normally 0),
+ * which only gives up its own protection of init; below the floor would need
+ * CAP_SYS_RESOURCE on the host, so it can never make itself unkillable. */
 static int set_oom_score_adj(void)
 {
-    static const char v[] = JAIL_OOM_SCORE_ADJ_STR;
+    static const char v[] = JAIL_OOM_SCORE_ADJ;
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;

@@ -52,15 +52,14 @@ enum jail_ns {
     JAIL_NS_COUNT
 };
 
-/* The oom_score_adj of every process in a sandbox (its init keeps the one it got: -1000
- * when the outer init may set it, else the daemon's, normally 0). The OOM killer scores a
+/* The oom_score_adj of every process in a sandbox, as written to /proc (its init keeps the
+ * one it got: -1000 when the outer init may set it, else the daemon's, normally 0). The OOM killer scores a
  * process by its pages plus oom_score_adj thousandths of the memory limit, so at +500 any
  * sandbox process outscores an init of up to half the limit (a few hundred KiB in
  * practice) and the init is never the victim while another process is there to kill;
  * among themselves the biggest goes first, as usual; an upload's writer (+1000) still
  * goes before code using less than half the limit. */
-#define JAIL_OOM_SCORE_ADJ 500
-#define JAIL_OOM_SCORE_ADJ_STR "500"
+#define JAIL_OOM_SCORE_ADJ "500"
 
 /* How a process drops to the sandbox user. */
 struct jail_drop {

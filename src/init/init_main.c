@@ -359,7 +359,9 @@ int main(int argc, char **argv)
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
      * killer may well pick us, and the sandbox dies with us. We are never its victim
-     * (set after the clone: the inner and the sandbox's processes keep the default). */
+     * (set after the clone, so the inner does not inherit it; the inner gets the legacy
+     * -17 instead, see protect_inner). Both need CAP_SYS_RESOURCE: where root lacks it,
+     * what keeps us and the inner alive is that every sandbox process scores higher. */
     if (!cfg.rootless) {
         (void)write_file("/proc/self/oom_score_adj", "-1000");
         (void)protect_inner(pid);
