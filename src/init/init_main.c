@@ -84,6 +84,7 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->runtimes_fd = -1;
+    cfg->mem_usage_fd = cfg->mem_limit_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t x, y;
@@ -213,6 +214,40 @@ static int protect_inner(pid_t pid)
     return write_file(path, "-17");
 }
 
+/* Open the usage and limit files of the memory cgroup among the ones we joined (v1:
+ * memory.usage_in_bytes and memory.limit_in_bytes; v2: memory.current and memory.max), for
+ * the inner, which cannot reach the host's cgroup tree: it inherits the descriptors at the
+ * clone (close-on-exec, and closed in every child by jail_drop_privileges). None: -1. */
+static void open_memory_files(struct init_cfg *cfg)
+{
+    static const char *const names[2][2] = {
+        { "memory.usage_in_bytes", "memory.limit_in_bytes" },
+        { "memory.current", "memory.max" },
+    };
+    for (int i = 0; i < cfg->ncg && cfg->mem_usage_fd < 0; i++) {
+        const char *slash = strrchr(cfg->cgroup_procs[i], '/');
+        int dir = -1;
+        if (slash && slash - cfg->cgroup_procs[i] < 4000) {
+            char d[4096];
+            memcpy(d, cfg->cgroup_procs[i], (size_t)(slash - cfg->cgroup_procs[i]));
+            d[slash - cfg->cgroup_procs[i]] = '\0';
+            dir = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        for (int v = 0; dir >= 0 && v < 2 && cfg->mem_usage_fd < 0; v++) {
+            int u = openat(dir, names[v][0], O_RDONLY | O_CLOEXEC);
+            int l = u >= 0 ? openat(dir, names[v][1], O_RDONLY | O_CLOEXEC) : -1;
+            if (l >= 0) {
+                cfg->mem_usage_fd = u;
+                cfg->mem_limit_fd = l;
+            } else if (u >= 0) {
+                close(u);
+            }
+        }
+        if (dir >= 0)
+            close(dir);
+    }
+}
+
 static void send_fail(int rc, const char *what)
 {
     struct jp_hdr h = { .type = JP_FAIL, .a = rc, .len = (uint32_t)strlen(what) + 1 };
@@ -335,6 +370,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    open_memory_files(&cfg);
     int sync[2];
     if (pipe2(sync, O_CLOEXEC) < 0) {
         send_fail(-errno, "init: pipe failed");
@@ -356,6 +392,10 @@ int main(int argc, char **argv)
     close(sync[0]);
     if (cfg.runtimes_fd >= 0)
         close(cfg.runtimes_fd);   /* the inner has its copy */
+    if (cfg.mem_usage_fd >= 0) {
+        close(cfg.mem_usage_fd);   /* the inner's, likewise */
+        close(cfg.mem_limit_fd);
+    }
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
      * killer may well pick us, and the sandbox dies with us. We are never its victim

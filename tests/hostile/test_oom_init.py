@@ -11,8 +11,11 @@ the outer init holds CAP_SYS_RESOURCE (root that kept it; not on every host).
 Asserted: the scores as the kernel sees them (any sandbox process outranks init), that
 sandbox code cannot lower itself below the daemon's floor, and the outcome of a fill
 while a Python context and a background `sleep` exist: the writer is killed by SIGKILL
-(exit 137, oomKilled), init is the same process afterwards, and once the file is deleted
-through the files API (which runs nothing in the sandbox) the sandbox runs commands again.
+(exit 137, oomKilled); with the memory full, commands are refused with 507 MEMORY_LIMIT
+(init forks only with INIT_SPAWN_RESERVE free: the fork is charged in init's own context,
+where init would be the only process to kill); init is the same process afterwards, and
+once the file is deleted through the files API (which runs nothing in the sandbox) the
+sandbox runs commands again.
 """
 import base64
 import os
@@ -123,7 +126,16 @@ def test_filling_the_workspace_kills_the_writer_not_init(daemon):
         out = sb.exec("exec /workspace/w > /workspace/big")
         assert (out["exitCode"], out.get("signal"), out.get("oomKilled")) == \
             (137, "SIGKILL", True), out
-        # The file holds what fit; memory is full of it. Deleting it runs nothing inside.
+        # The file holds what fit: the memory is full of it, and the context and the sleep
+        # went before the writer (the biggest first). A command now would have to be forked
+        # by init in a full cgroup, with init as the only process to kill: refused, again
+        # and again, with the reason, and the init is still there.
+        for _ in range(3):
+            status, out = daemon.json("POST", "/v1/sandboxes/%s/exec" % sid,
+                                      {"command": "rm /workspace/big"})
+            assert (status, out["code"]) == (507, "MEMORY_LIMIT"), out
+            assert "memory is full" in out["message"], out
+        # Deleting it through the files API runs nothing inside.
         status, _, body = daemon.request("DELETE", "/v1/sandboxes/%s/files/big" % sid)
         assert status == 200, body
         assert sb.sh("echo ok") == "ok\n"
