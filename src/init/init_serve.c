@@ -85,9 +85,11 @@ static int read_counter(int fd, uint64_t *v)
  * sandbox's memory cgroup in our own context, before the child exists: with the memory
  * full (of tmpfs pages, which no kill frees) and no other process left to kill, the OOM
  * killer would have only us and the outer init to choose from, and the sandbox would
- * end. So below INIT_SPAWN_RESERVE of headroom we refuse (ENOMEM) until files are deleted;
- * above it, the fork fits, and whatever the command then allocates is charged in its own
- * context, where it (at JAIL_OOM_SCORE_ADJ) is the victim, not us. Unreadable: fork. */
+ * end. So below INIT_SPAWN_RESERVE of headroom we refuse (ENOMEM) until files are deleted
+ * or processes end; above it, the fork fits, and whatever the command then allocates is
+ * charged in its own context, where it (at JAIL_OOM_SCORE_ADJ) is the victim, not us.
+ * Whether a kill could free memory instead is not asked: kernel memory (inodes of many
+ * small files) frees no better than tmpfs pages. Unreadable: fork. */
 static bool memory_full(const struct init_cfg *cfg)
 {
     uint64_t usage, limit;
