@@ -118,6 +118,10 @@ static const struct opt OPTS[] = {
       "Largest timeoutMs a sandbox, command or run may ask for; above gets 400 (0, no timeout, stays allowed: CPU, memory and pids stay capped). At least --exec-timeout-ms." },
     { "runtimes-tmpfs-mb", "SANDBOXD_RUNTIMES_TMPFS_MB", U64(runtimes_tmpfs_mb), "256", 1, 1 << 16,
       "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
+    /* A fork by a sandbox's init is charged to the sandbox: in a memory cgroup full of
+     * tmpfs pages, the OOM killer would have only the init to take. */
+    { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,
+      "Memory a sandbox must have free for its init to start a command or process (the fork is charged to the sandbox, and in a memory cgroup full of files the OOM killer could only take the init); with less, 507 MEMORY_LIMIT. KiB; 0: no check." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

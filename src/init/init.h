@@ -21,8 +21,6 @@
 #define INIT_CTL_FD 3
 #define INIT_USER_UID 1000   /* the sandbox user, inside */
 #define INIT_USER_GID 1000
-/* Init forks a command only with this much of the sandbox's memory free (init_serve.c). */
-#define INIT_SPAWN_RESERVE (1u << 20)
 
 struct init_cfg {
     const char *cgroup_procs[4];   /* host cgroup.procs files the outer joins (root mode) */
@@ -37,6 +35,7 @@ struct init_cfg {
     uint64_t ws_bytes;             /* rootless: /workspace is a tmpfs this big, not a bind */
     int mem_usage_fd, mem_limit_fd; /* the sandbox's memory cgroup usage and limit files,
                                       opened by the outer (or -1): see init_serve.c */
+    uint64_t spawn_reserve;        /* fork only with this much of that memory free (0: any) */
     /* --make-runtimes mode (init_runtimes.c) */
     const char *make_runtimes;     /* the dir to copy (NULL: normal mode) */
     const char *mpl_cache;         /* copied to mpl-cache/ in it (or NULL) */

@@ -115,6 +115,8 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->mpl_cache = a + 12;
         } else if (strncmp(a, "--runtimes-bytes=", 17) == 0 && parse_u64(a + 17, &x)) {
             cfg->runtimes_bytes = x;
+        } else if (strncmp(a, "--spawn-reserve=", 16) == 0 && parse_u64(a + 16, &x)) {
+            cfg->spawn_reserve = x;
         } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
             cfg->ws_bytes = x;
         } else {
@@ -370,7 +372,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    open_memory_files(&cfg);
+    if (cfg.spawn_reserve)
+        open_memory_files(&cfg);
     int sync[2];
     if (pipe2(sync, O_CLOEXEC) < 0) {
         send_fail(-errno, "init: pipe failed");

@@ -3,7 +3,7 @@
  * processes, reaps every process and reports the exits of the ones it spawned.
  *
  * Single-threaded poll loop over the control socket and a signalfd for SIGCHLD.
- *   JP_SPAWN  fork (not with less than INIT_SPAWN_RESERVE of the sandbox's memory free:
+ *   JP_SPAWN  fork (not with less than --spawn-reserve-kb of the sandbox's memory free:
  *             ENOMEM, see memory_full); the child moves the received fds to 0-3, drops
  *             to the sandbox user (jail_drop_privileges: new session, no caps,
  *             no_new_privs, oom_score_adj, seccomp last) and execs; an error before exec travels back as errno through a CLOEXEC
@@ -85,7 +85,7 @@ static int read_counter(int fd, uint64_t *v)
  * sandbox's memory cgroup in our own context, before the child exists: with the memory
  * full (of tmpfs pages, which no kill frees) and no other process left to kill, the OOM
  * killer would have only us and the outer init to choose from, and the sandbox would
- * end. So below INIT_SPAWN_RESERVE of headroom we refuse (ENOMEM) until files are deleted
+ * end. So below cfg->spawn_reserve (--spawn-reserve-kb) of headroom we refuse (ENOMEM) until files are deleted
  * or processes end; above it, the fork fits, and whatever the command then allocates is
  * charged in its own context, where it (at JAIL_OOM_SCORE_ADJ) is the victim, not us.
  * Whether a kill could free memory instead is not asked: kernel memory (inodes of many
@@ -96,7 +96,7 @@ static bool memory_full(const struct init_cfg *cfg)
     if (cfg->mem_usage_fd < 0 || read_counter(cfg->mem_usage_fd, &usage) ||
         read_counter(cfg->mem_limit_fd, &limit))
         return false;
-    return usage >= limit || limit - usage < INIT_SPAWN_RESERVE;
+    return usage >= limit || limit - usage < cfg->spawn_reserve;
 }
 
 static void reply(uint32_t type, uint32_t id, int32_t a, int32_t b, const int *fds, int nfds)

@@ -12,7 +12,7 @@ Asserted: the scores as the kernel sees them (any sandbox process outranks init)
 sandbox code cannot lower itself below the daemon's floor, and the outcome of a fill
 while a Python context and a background `sleep` exist: the writer is killed by SIGKILL
 (exit 137, oomKilled); with the memory full, commands are refused with 507 MEMORY_LIMIT
-(init forks only with INIT_SPAWN_RESERVE free: the fork is charged in init's own context,
+(init forks only with --spawn-reserve-kb free: the fork is charged in init's own context,
 where init would be the only process to kill); init is the same process afterwards, and
 once the file is deleted through the files API (which runs nothing in the sandbox) the
 sandbox runs commands again.
@@ -145,3 +145,19 @@ def test_filling_the_workspace_kills_the_writer_not_init(daemon):
         assert status == 200, info
     finally:
         sb.delete()
+
+
+def test_spawn_reserve_flag(make_daemon):
+    """--spawn-reserve-kb reaches the init: with more than the sandbox's memory asked for,
+    nothing starts, and the answer says why; 0 turns the check off."""
+    d = make_daemon("--spawn-reserve-kb", str(128 << 10))
+    sb = Sandbox(d, "reserve", limits={"memoryMb": 64})
+    status, out = d.json("POST", "/v1/sandboxes/reserve/exec", {"command": "echo hi"})
+    assert (status, out["code"]) == (507, "MEMORY_LIMIT"), out
+    status, out = d.json("POST", "/v1/sandboxes/reserve/processes", {"command": "sleep 1"})
+    assert (status, out["code"]) == (507, "MEMORY_LIMIT"), out
+    sb.delete()
+    d0 = make_daemon("--spawn-reserve-kb", "0")
+    sb = Sandbox(d0, "reserve", limits={"memoryMb": 64})
+    assert sb.sh("echo hi") == "hi\n"
+    sb.delete()
