@@ -428,6 +428,10 @@ static void writer_started(jail_proc *p, int rc, const char *msg, void *arg)
         log_warn("upload of %s: cannot start the writer: %s", u->shown, msg ? msg : strerror(-rc));
         u->writer_exited = true;
         u->jail = NULL;
+        /* The pipe may have broken first (init closed its copy of the read end), which
+         * failed the upload without a reason: the reason is this one. */
+        if (u->failed && !u->error)
+            u->error = rc;
         upload_fail(u, rc);
         return;
     }

@@ -76,6 +76,10 @@ void cmd_respond_error(http_req *req, int rc, const char *cwd, const char *err,
     if (rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "the sandbox is at its process limit: %s",
                            err);
+    else if (rc == -ENOMEM)   /* the sandbox's init forks only with memory to spare */
+        http_respond_error(req, 507, "MEMORY_LIMIT",
+                           "cannot start the %s: the sandbox's memory is full (delete files "
+                           "in /workspace, /tmp or /dev/shm, or end a process): %s", what, err);
     else if (rc == -ECANCELED)
         http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "cannot start the %s: %s", what, err);
     else if (rc == -EBUSY || rc == -ETIMEDOUT)

@@ -122,6 +122,10 @@ static const struct opt OPTS[] = {
       "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
     { "sandbox-buffer-bytes", "SANDBOXD_SANDBOX_BUFFER_BYTES", U64(sandbox_buffer_bytes), "67108864", 1 << 20, UINT64_C(1) << 40,
       "Daemon memory one sandbox may fill (channel messages, results, captured output, log rings, queued responses, counted after escaping); past it streams pause, captures are cut (truncatedBy), a channel message fails its run." },
+    /* A fork by a sandbox's init is charged to the sandbox: in a memory cgroup full of
+     * tmpfs pages, the OOM killer would have only the init to take. */
+    { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,
+      "Memory a sandbox must have free for its init to start a command or process (the fork is charged to the sandbox, and in a memory cgroup full of files the OOM killer could only take the init); with less, 507 MEMORY_LIMIT. KiB; 0: no check." },
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -68,6 +68,8 @@ struct config {
     uint64_t max_timeout_ms;
     uint64_t runtimes_tmpfs_mb;
     uint64_t sandbox_buffer_bytes;  /* one budget per sandbox (budget.h) */
+    /* the sandbox's init and the OOM killer (init_serve.c) */
+    uint64_t spawn_reserve_kb;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

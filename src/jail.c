@@ -81,6 +81,7 @@ static struct {
     uid_t uid_base;
     unsigned max;
     unsigned start_timeout_ms, reply_timeout_ms, max_pending;
+    uint64_t spawn_reserve;
     unsigned char *slots;
     jail *jails;
 } G;
@@ -558,7 +559,7 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
     (void)fcntl(sv[1], F_SETFL, fl & ~O_NONBLOCK);
 
     static char a_rootless[] = "--rootless", a_nethost[] = "--net=host";
-    char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16];
+    char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16], a_res[48];
     char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
     char *args[16];
     int n = 0;
@@ -576,6 +577,10 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
         for (int i = 0; i < 4 && procs[i][0]; i++) {
             snprintf(a_cg[i], sizeof a_cg[i], "--cg=%s", procs[i]);
             args[n++] = a_cg[i];
+        }
+        if (G.spawn_reserve) {   /* checked against the memory cgroup among those */
+            snprintf(a_res, sizeof a_res, "--spawn-reserve=%" PRIu64, G.spawn_reserve);
+            args[n++] = a_res;
         }
     }
     if (o->network_host)
@@ -1112,6 +1117,7 @@ int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, si
     G.start_timeout_ms = g->start_timeout_ms ? g->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
     G.reply_timeout_ms = g->reply_timeout_ms ? g->reply_timeout_ms : DEFAULT_REPLY_TIMEOUT_MS;
     G.max_pending = g->max_pending ? g->max_pending : DEFAULT_MAX_PENDING;
+    G.spawn_reserve = g->spawn_reserve;
     G.max = g->max_sandboxes ? g->max_sandboxes : 64;
     G.slots = calloc(G.max, 1);
     if (!G.slots)

@@ -63,6 +63,8 @@ struct jail_global {
     unsigned start_timeout_ms; /* a new sandbox's init must be ready within it (0: 10000) */
     unsigned reply_timeout_ms; /* init must answer a spawn or adoption within it (0: 10000) */
     unsigned max_pending;      /* requests per sandbox waiting for init (0: 64) */
+    uint64_t spawn_reserve;    /* init forks only with this many bytes of the sandbox's memory
+                                  free, else the spawn fails with -ENOMEM (0: no check) */
 };
 
 /* Probe features, create the daemon's parent cgroups, and remove whatever a previous

@@ -86,6 +86,25 @@ static int clear_capabilities(void)
     return 0;
 }
 
+/* Every process of a sandbox is a likelier OOM victim than its init, which the kernel
+ * would otherwise pick when it is the biggest process left in a sandbox whose memory is
+ * full of tmpfs pages, and the whole sandbox would die with it. The init's value (-1000
+ * where the outer init could set it, else the daemon's) is inherited across fork: we
+ * set ours outright. Raising needs no privilege. Sandbox code may lower its own value
+ * again down to the floor it inherited (oom_score_adj_min: the daemon's, normally 0),
+ * which only gives up its own protection of init; below the floor would need
+ * CAP_SYS_RESOURCE on the host, so it can never make itself unkillable. */
+static int set_oom_score_adj(void)
+{
+    static const char v[] = JAIL_OOM_SCORE_ADJ;
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = write(fd, v, sizeof v - 1) == (ssize_t)(sizeof v - 1) ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
 int jail_drop_privileges(const struct jail_drop *d)
 {
     int rc = reset_signals();
@@ -128,6 +147,11 @@ int jail_drop_privileges(const struct jail_drop *d)
      * so do the same for the no-exec (zygote) path: /proc/self stays owned by us. */
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
         return -errno;
+    /* Dumpable and the sandbox user now: /proc/self/oom_score_adj is ours to write
+     * (before, a child of the non-dumpable init found it owned by a root we may not be). */
+    rc = set_oom_score_adj();
+    if (rc)
+        return rc;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return -errno;
     if (d->seccomp)

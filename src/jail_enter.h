@@ -52,6 +52,15 @@ enum jail_ns {
     JAIL_NS_COUNT
 };
 
+/* The oom_score_adj of every process in a sandbox, as written to /proc (its init keeps the
+ * one it got: -1000 when the outer init may set it, else the daemon's, normally 0). The OOM killer scores a
+ * process by its pages plus oom_score_adj thousandths of the memory limit, so at +500 any
+ * sandbox process outscores an init of up to half the limit (a few hundred KiB in
+ * practice) and the init is never the victim while another process is there to kill;
+ * among themselves the biggest goes first, as usual; an upload's writer (+1000) still
+ * goes before code using less than half the limit. */
+#define JAIL_OOM_SCORE_ADJ "500"
+
 /* How a process drops to the sandbox user. */
 struct jail_drop {
     uid_t uid;                              /* inside ids of the sandbox user */
@@ -65,7 +74,8 @@ struct jail_drop {
 /* In this order: unblock every signal and reset every disposition to default; setsid();
  * close every fd not in keep_fds; clear ambient capabilities and the bounding set;
  * setgroups(0), setresgid, setresuid to the sandbox user; clear the effective,
- * permitted and inheritable sets; chdir(cwd); PR_SET_NO_NEW_PRIVS; install seccomp
+ * permitted and inheritable sets; chdir(cwd); PR_SET_DUMPABLE; oom_score_adj to
+ * JAIL_OOM_SCORE_ADJ; PR_SET_NO_NEW_PRIVS; install seccomp
  * (last, so that nothing above needs a syscall the filter denies).
  * Returns 0 or -errno (the process is then half-dropped: _exit). */
 int jail_drop_privileges(const struct jail_drop *d);

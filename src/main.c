@@ -190,6 +190,7 @@ int main(int argc, char **argv)
         .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,
         .reply_timeout_ms = (unsigned)cfg.init_reply_timeout_ms,
         .max_pending = (unsigned)cfg.max_pending_spawns,
+        .spawn_reserve = cfg.spawn_reserve_kb << 10,
     };
     if ((rc = jail_global_init(loop, &jg, err, sizeof err))) {
         fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);

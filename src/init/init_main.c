@@ -84,6 +84,7 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->runtimes_fd = -1;
+    cfg->mem_usage_fd = cfg->mem_limit_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t x, y;
@@ -114,6 +115,8 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->mpl_cache = a + 12;
         } else if (strncmp(a, "--runtimes-bytes=", 17) == 0 && parse_u64(a + 17, &x)) {
             cfg->runtimes_bytes = x;
+        } else if (strncmp(a, "--spawn-reserve=", 16) == 0 && parse_u64(a + 16, &x)) {
+            cfg->spawn_reserve = x;
         } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
             cfg->ws_bytes = x;
         } else {
@@ -195,6 +198,56 @@ static int keep_namespaces(const struct init_cfg *cfg, pid_t pid, int *sync_fd)
         }
     }
     return 0;
+}
+
+/* The inner (pid 1 of the sandbox) is never the OOM killer's victim either, where we may
+ * say so: lowering a score needs CAP_SYS_RESOURCE over the host, which the inner never
+ * has and we have only when the daemon runs as a root that kept it (not everywhere: some
+ * hosts drop it from root's bounding set; then EACCES, and what protects the inner is
+ * that every other process of the sandbox raises its own score, see JAIL_OOM_SCORE_ADJ).
+ * Through the legacy oom_adj file on purpose: the new file would also lower the inner's
+ * oom_score_adj_min, which its children inherit, and sandbox code could then take -1000
+ * for itself; the legacy one leaves the floor where it was (the daemon's). Called before
+ * the inner is released, so it has no child yet. 0 or -errno. */
+static int protect_inner(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/oom_adj", (int)pid);
+    return write_file(path, "-17");
+}
+
+/* Open the usage and limit files of the memory cgroup among the ones we joined (v1:
+ * memory.usage_in_bytes and memory.limit_in_bytes; v2: memory.current and memory.max), for
+ * the inner, which cannot reach the host's cgroup tree: it inherits the descriptors at the
+ * clone (close-on-exec, and closed in every child by jail_drop_privileges). None: -1. */
+static void open_memory_files(struct init_cfg *cfg)
+{
+    static const char *const names[2][2] = {
+        { "memory.usage_in_bytes", "memory.limit_in_bytes" },
+        { "memory.current", "memory.max" },
+    };
+    for (int i = 0; i < cfg->ncg && cfg->mem_usage_fd < 0; i++) {
+        const char *slash = strrchr(cfg->cgroup_procs[i], '/');
+        int dir = -1;
+        if (slash && slash - cfg->cgroup_procs[i] < 4000) {
+            char d[4096];
+            memcpy(d, cfg->cgroup_procs[i], (size_t)(slash - cfg->cgroup_procs[i]));
+            d[slash - cfg->cgroup_procs[i]] = '\0';
+            dir = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        for (int v = 0; dir >= 0 && v < 2 && cfg->mem_usage_fd < 0; v++) {
+            int u = openat(dir, names[v][0], O_RDONLY | O_CLOEXEC);
+            int l = u >= 0 ? openat(dir, names[v][1], O_RDONLY | O_CLOEXEC) : -1;
+            if (l >= 0) {
+                cfg->mem_usage_fd = u;
+                cfg->mem_limit_fd = l;
+            } else if (u >= 0) {
+                close(u);
+            }
+        }
+        if (dir >= 0)
+            close(dir);
+    }
 }
 
 static void send_fail(int rc, const char *what)
@@ -326,6 +379,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (cfg.spawn_reserve)
+        open_memory_files(&cfg);
     int sync[2];
     if (pipe2(sync, O_CLOEXEC) < 0) {
         send_fail(-errno, "init: pipe failed");
@@ -347,12 +402,20 @@ int main(int argc, char **argv)
     close(sync[0]);
     if (cfg.runtimes_fd >= 0)
         close(cfg.runtimes_fd);   /* the inner has its copy */
+    if (cfg.mem_usage_fd >= 0) {
+        close(cfg.mem_usage_fd);   /* the inner's, likewise */
+        close(cfg.mem_limit_fd);
+    }
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
      * killer may well pick us, and the sandbox dies with us. We are never its victim
-     * (set after the clone: the inner and the sandbox's processes keep the default). */
-    if (!cfg.rootless)
+     * (set after the clone, so the inner does not inherit it; the inner gets the legacy
+     * -17 instead, see protect_inner). Both need CAP_SYS_RESOURCE: where root lacks it,
+     * what keeps us and the inner alive is that every sandbox process scores higher. */
+    if (!cfg.rootless) {
         (void)write_file("/proc/self/oom_score_adj", "-1000");
+        (void)protect_inner(pid);
+    }
     int rc = write_maps(&cfg, pid);
     if (rc) {
         send_fail(rc, "init: could not write the uid/gid maps of the sandbox");

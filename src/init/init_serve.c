@@ -3,9 +3,10 @@
  * processes, reaps every process and reports the exits of the ones it spawned.
  *
  * Single-threaded poll loop over the control socket and a signalfd for SIGCHLD.
- *   JP_SPAWN  fork; the child moves the received fds to 0-3, drops to the sandbox user
- *             (jail_drop_privileges: new session, no caps, no_new_privs, seccomp last)
- *             and execs; an error before exec travels back as errno through a CLOEXEC
+ *   JP_SPAWN  fork (not with less than --spawn-reserve-kb of the sandbox's memory free:
+ *             ENOMEM, see memory_full); the child moves the received fds to 0-3, drops
+ *             to the sandbox user (jail_drop_privileges: new session, no caps,
+ *             no_new_privs, oom_score_adj, seccomp last) and execs; an error before exec travels back as errno through a CLOEXEC
  *             pipe, so the reply is either the pid or the child's real errno.
  *   JP_KILL   signals a process group, only for pids we spawned and have not reaped
  *             yet (a reaped pid may be reused), or for a pid the daemon says it adopted.
@@ -57,6 +58,45 @@ static bool live_del(pid_t pid)
         }
     }
     return false;
+}
+
+/* A number from a cgroup file read through fd; "max" (v2, no limit) is UINT64_MAX. */
+static int read_counter(int fd, uint64_t *v)
+{
+    char b[32];
+    ssize_t n = pread(fd, b, sizeof b - 1, 0);
+    if (n <= 0)
+        return -EIO;
+    b[n] = '\0';
+    if (strncmp(b, "max", 3) == 0) {
+        *v = UINT64_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(b, &end, 10);
+    if (errno || end == b)
+        return -EIO;
+    *v = x;
+    return 0;
+}
+
+/* Whether the sandbox's memory is too full for us to fork. The fork is charged to the
+ * sandbox's memory cgroup in our own context, before the child exists: with the memory
+ * full (of tmpfs pages, which no kill frees) and no other process left to kill, the OOM
+ * killer would have only us and the outer init to choose from, and the sandbox would
+ * end. So below cfg->spawn_reserve (--spawn-reserve-kb) of headroom we refuse (ENOMEM) until files are deleted
+ * or processes end; above it, the fork fits, and whatever the command then allocates is
+ * charged in its own context, where it (at JAIL_OOM_SCORE_ADJ) is the victim, not us.
+ * Whether a kill could free memory instead is not asked: kernel memory (inodes of many
+ * small files) frees no better than tmpfs pages. Unreadable: fork. */
+static bool memory_full(const struct init_cfg *cfg)
+{
+    uint64_t usage, limit;
+    if (cfg->mem_usage_fd < 0 || read_counter(cfg->mem_usage_fd, &usage) ||
+        read_counter(cfg->mem_limit_fd, &limit))
+        return false;
+    return usage >= limit || limit - usage < cfg->spawn_reserve;
 }
 
 static void reply(uint32_t type, uint32_t id, int32_t a, int32_t b, const int *fds, int nfds)
@@ -130,8 +170,8 @@ fail:
     _exit(127);
 }
 
-static void handle_spawn(const struct jp_hdr *h, char *payload, const int *fds, int nfds,
-                         const struct jail_sc_prog *prog)
+static void handle_spawn(const struct init_cfg *cfg, const struct jp_hdr *h, char *payload,
+                         const int *fds, int nfds, const struct jail_sc_prog *prog)
 {
     static char *argv[JP_MAX_ARGS + 1], *envp[JP_MAX_ARGS + 1];
     const char *cwd;
@@ -144,6 +184,10 @@ static void handle_spawn(const struct jp_hdr *h, char *payload, const int *fds, 
     }
     if (nlive >= LIVE_MAX) {
         res = -EAGAIN;
+        goto out;
+    }
+    if (memory_full(cfg)) {
+        res = -ENOMEM;
         goto out;
     }
     if (pipe2(ep, O_CLOEXEC) < 0) {
@@ -222,7 +266,6 @@ static void reap_all(void)
 
 void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)
 {
-    (void)cfg;
     static char payload[JP_MSG_MAX];
     sigset_t set;
     sigemptyset(&set);
@@ -259,7 +302,7 @@ void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)
                 continue;
             switch (h.type) {
             case JP_SPAWN:
-                handle_spawn(&h, payload, fds, nfds, prog);
+                handle_spawn(cfg, &h, payload, fds, nfds, prog);
                 nfds = 0;
                 break;
             case JP_KILL:

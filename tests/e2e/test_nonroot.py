@@ -211,6 +211,23 @@ def test_python_context_shows_no_host_path(d):
         s.delete()
 
 
+def test_oom_score_adj(d):
+    """Every process of the sandbox, Python contexts included, raises its oom_score_adj to
+    500 so that the init is never the OOM killer's choice; the init keeps the daemon's
+    (lowering it would need CAP_SYS_RESOURCE, which the daemon's user has not)."""
+    with open("/proc/self/oom_score_adj") as f:
+        ours = f.read().strip()   # the daemon inherits it through setpriv
+    s = Sandbox(d, "oom")
+    try:
+        out = s.sh("cat /proc/self/oom_score_adj /proc/1/oom_score_adj")
+        assert out.split() == ["500", ours], out
+        cid = context(d, s.id)
+        out = run(d, s.id, "print(open('/proc/self/oom_score_adj').read().strip())", context=cid)
+        assert out["error"] is None and "".join(out["logs"]["stdout"]) == "500\n", out
+    finally:
+        s.delete()
+
+
 def test_javascript_context(d):
     s = Sandbox(d, "js")
     try:
