@@ -118,14 +118,14 @@ void ctx_answer_waiters(struct context *c, enum ctx_wait_kind kind, bool ok, con
 
 int ctx_wait_ready(struct context *c, ctx_wait_cb cb, void *arg)
 {
-    return add_waiter(c, W_READY, cb, arg);
+    return add_waiter(c, CTX_W_READY, cb, arg);
 }
 
 int ctx_interrupt(struct context *c, ctx_wait_cb cb, void *arg)
 {
     if (c->state != CTX_BUSY || !c->cur)
         return 1;
-    int rc = add_waiter(c, W_INTERRUPT, cb, arg);
+    int rc = add_waiter(c, CTX_W_INTERRUPT, cb, arg);
     if (!c->cur->interrupted)
         ctx_interrupt_run(c);
     return rc;
@@ -198,12 +198,12 @@ void ctx_proc_died(struct context *c, struct ctx_proc *p)
         c->state = CTX_DEAD;
         char why[400];
         snprintf(why, sizeof why, "the context could not start: its process %s", how);
-        ctx_answer_waiters(c, W_READY, false, why);
-        ctx_answer_waiters(c, W_INTERRUPT, false, why);
+        ctx_answer_waiters(c, CTX_W_READY, false, why);
+        ctx_answer_waiters(c, CTX_W_INTERRUPT, false, why);
         ctx_fail_queue(c, "ContextDied", why);
         return;
     }
-    ctx_answer_waiters(c, W_INTERRUPT, true, NULL);
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, true, NULL);
 }
 
 /* ---- contexts ---- */
@@ -233,8 +233,8 @@ void ctx_delete(struct context *c, const char *why)
         ctx_run_answer(r);
     }
     ctx_fail_queue(c, "ContextDied", why);
-    ctx_answer_waiters(c, W_READY, false, why);
-    ctx_answer_waiters(c, W_INTERRUPT, false, why);
+    ctx_answer_waiters(c, CTX_W_READY, false, why);
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, false, why);
     struct ctx_proc *p = c->proc;
     if (p) {
         ctx_proc_detach(p);
@@ -307,7 +307,7 @@ int ctx_restart(struct context *c, char *err, size_t errlen)
     }
     uv_timer_stop(&c->timer);
     c->exec_count = 0;
-    ctx_answer_waiters(c, W_INTERRUPT, false, NULL);
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, false, NULL);
     int rc = ctx_proc_start(c, err, errlen);
     if (rc)
         c->state = CTX_DEAD;

@@ -125,7 +125,7 @@ static void on_ready(struct context *c, struct ctx_proc *p)
     c->ever_ready = true;
     uv_timer_stop(&c->timer);
     c->state = CTX_IDLE;
-    ctx_answer_waiters(c, W_READY, true, NULL);
+    ctx_answer_waiters(c, CTX_W_READY, true, NULL);
     ctx_run_next(c);
 }
 
@@ -158,7 +158,7 @@ static void on_end(struct context *c, struct ctx_run *r, const json_t *msg)
     c->state = CTX_IDLE;
     c->last_used_ms = stamp_now_ms();
     ctx_run_answer(r);
-    ctx_answer_waiters(c, W_INTERRUPT, true, NULL);
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, true, NULL);
     ctx_run_next(c);
 }
 

@@ -71,7 +71,7 @@ struct ctx_run {
 
 /* A caller waiting for a context to be ready (create, restart) or a run to end
  * (interrupt). */
-enum ctx_wait_kind { W_READY, W_INTERRUPT };
+enum ctx_wait_kind { CTX_W_READY, CTX_W_INTERRUPT };
 struct ctx_waiter {
     struct ctx_waiter *next;
     enum ctx_wait_kind kind;
