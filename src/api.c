@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "context.h"
 #include "log.h"
 #include "process.h"
 

@@ -52,6 +52,12 @@ void api_probe_node(struct app *app);
 /* Bring app->langs up to date (Python follows the zygote's state). */
 void api_update_langs(struct app *app);
 
+/* Shared by api_context.c and api_execute.c: true when lang (enum ctx_lang) can run now,
+ * else the request has been answered (501 LANGUAGE_UNAVAILABLE with the reason); and the
+ * answer to a context that could not be created or restarted (rc and err of ctx_create). */
+bool api_lang_available(struct app *app, http_req *req, int lang);
+void api_context_start_error(http_req *req, int rc, const char *err);
+
 /* Handlers, by module. */
 void api_health(struct app *app, http_req *req, const route_params *p);
 void api_metrics(struct app *app, http_req *req, const route_params *p);
@@ -60,6 +66,13 @@ void api_sandbox_post(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_get(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_list(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_delete(struct app *app, http_req *req, const route_params *p);
+void api_context_create(struct app *app, http_req *req, const route_params *p);
+void api_context_list(struct app *app, http_req *req, const route_params *p);
+void api_context_get(struct app *app, http_req *req, const route_params *p);
+void api_context_delete(struct app *app, http_req *req, const route_params *p);
+void api_context_interrupt(struct app *app, http_req *req, const route_params *p);
+void api_context_restart(struct app *app, http_req *req, const route_params *p);
+void api_execute(struct app *app, http_req *req, const route_params *p);
 void api_exec(struct app *app, http_req *req, const route_params *p);
 void api_files_put(struct app *app, http_req *req, const route_params *p);
 void api_files_get(struct app *app, http_req *req, const route_params *p);

@@ -216,7 +216,7 @@ int main(int argc, char **argv)
                   "on sandbox buffer budgets since start (a count that only grows).",
                   budget_total_refusals);
     api_init(&app, loop, &cfg);
-    ctx_init(&app);
+    ctx_init(loop, &cfg);
     snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
 
     /* Python contexts: the zygote (after jail_global_init: it must be our subreaper child) */
