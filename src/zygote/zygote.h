@@ -51,7 +51,7 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
  * each fork, the child once it has built its environment (r is zeroed: not used after). */
 void zyg_forget_request(void);
 
-/* Prepared in the zygote before any fork (zygote.c), used by the child. */
+/* Prepared in the zygote before any fork (zygote_start.c), used by the child. */
 struct zyg_python {
     void *enter_fn;   /* PyObject *: _enter(env_list) */
     void *serve_fn;   /* PyObject *: sandboxd_runtime.serve */
