@@ -2,9 +2,10 @@
  * zygote.h — shared between the parts of sandboxd-zygote (one program, started once by
  * the daemon):
  *
- *   zygote.c        start-up (environment, embedded Python, preload, seccomp compile),
- *                   then the request loop: validate, fork, reply (never waiting for a
- *                   child: see serve_direct and serve_forked)
+ *   zygote.c        main() and the request loop: receive, validate, reply
+ *   zygote_start.c  start-up (environment, embedded Python, preload, heap trimming)
+ *   zygote_spawn.c  creating a context, never waiting for a child (serve_direct,
+ *                   serve_forked); these three share zygote_int.h
  *   zygote_child.c  what a forked child does: fds, jail_enter(), environment, serve()
  *   zygote_proto.c  framing of the control socket (zygote_proto.h)
  */

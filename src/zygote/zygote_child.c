@@ -14,7 +14,7 @@
  *      jail_enter(): setns, and the privilege drop (uid 1000, no capabilities,
  *      no_new_privs, seccomp, every fd but 0-3 and the report pipe closed). When the
  *      zygote created this process directly in the sandbox's pid namespace (pidfd >= 0,
- *      the usual case, see zygote.c) there is no second fork; otherwise jail_enter()
+ *      the usual case, see zygote_spawn.c) there is no second fork; otherwise jail_enter()
  *      forks once more and the rest happens in the grandchild;
  *   3. on the double-fork way, the context reports its pid inside the sandbox and closes
  *      the report pipe (on the direct way the zygote has replied already);
