@@ -7,8 +7,9 @@
  * buffered body at max_body_bytes (413, before reading when Content-Length says so), and
  * malformed HTTP is answered 400; each closes the connection. Header names longer than
  * HEADER_NAME_CAP are never ones we read and are skipped without being stored. Reading
- * stops while pending holds PENDING_CAP bytes, so a client cannot make a connection hold
- * more than that whatever it sends. Loop thread only.
+ * stops while pending holds PENDING_CAP bytes, so the bytes waiting to be parsed never
+ * exceed that whatever the client sends (a buffered body is held up to max_body_bytes, a
+ * header value up to max_header_bytes). Loop thread only.
  */
 #include "http_int.h"
 

@@ -4,8 +4,9 @@
  * chunked) with back-pressure, and the end of a request (keep-alive, discard mode for a
  * body answered early, the next pipelined request).
  *
- * Every write is one uv_write of one allocation (head and body together, so a response
- * is never interleaved with another); the bytes queued count against the connection's
+ * Every write is one uv_write (head and body copied into one allocation, or followed by a
+ * handed-over body). Responses go out in request order because a connection handles one
+ * request at a time (http.h). The bytes queued count against the connection's
  * back-pressure and, when the request carries one, against a sandbox's byte budget until
  * written. A write to a connection that is closing is dropped silently: a handler never
  * has to check whether its client is still there (http.h). Loop thread only.

@@ -1,15 +1,15 @@
 /*
- * jail_create.c — creating a sandbox (jail_create), in steps that each undo nothing
- * themselves: the jail object and its slot, the directory and workspace, the cgroup with
- * the limits, then sandboxd-init started with uv_spawn on a control socketpair. A step
- * that fails leaves what it made recorded in the jail, and the one teardown path
+ * jail_create.c — creating a sandbox (jail_create), in steps: the jail object and its
+ * slot, the directory and workspace, the cgroup with the limits, then sandboxd-init
+ * started with uv_spawn on a control socketpair. The steps after the first undo nothing
+ * themselves: what a failing step made is recorded in the jail, and the one teardown path
  * (jail_teardown.c) removes it, synchronously since nothing of the sandbox runs yet, so
  * the id is free again when jail_create returns its error.
  *
  * From the init's start on, creation waits on the loop: the init joins the cgroup and
  * builds the sandbox under the sandbox's own limits, says HELLO (its inner pid) and then
  * READY or FAIL on the control socket (jail.c), bounded by start_timeout_ms (the jail's
- * timer). jail__create_ready and jail__create_failed end that wait, exactly once. The
+ * timer); jail__create_ready or jail__create_failed ends that wait. The
  * init's arguments travel in its environment, never argv: /proc/1/cmdline is readable
  * inside the sandbox, /proc/1/environ is not (the init is non-dumpable).
  */
