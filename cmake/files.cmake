@@ -11,6 +11,7 @@ function(_sbx_files)
   target_sources(sbxcore PRIVATE
     ${FILES_ROOT}/src/files.c
     ${FILES_ROOT}/src/api_files.c
+    ${FILES_ROOT}/src/api_files_upload.c
     ${FILES_ROOT}/src/process.c)
   if(TARGET PkgConfig::CMOCKA)
     add_executable(test_files ${FILES_ROOT}/tests/unit/test_files.c)

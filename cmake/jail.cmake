@@ -32,7 +32,8 @@ target_compile_options(jailenter PRIVATE ${SBX_WARNINGS})
 target_link_libraries(jailenter PUBLIC PkgConfig::SECCOMP)
 set_target_properties(jailenter PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
-add_library(jail STATIC ${JAIL_ROOT}/src/jail.c ${JAIL_ROOT}/src/jail_ctl.c
+add_library(jail STATIC ${JAIL_ROOT}/src/jail.c ${JAIL_ROOT}/src/jail_create.c
+  ${JAIL_ROOT}/src/jail_teardown.c ${JAIL_ROOT}/src/jail_ctl.c
   ${JAIL_ROOT}/src/jail_runtimes.c ${JAIL_ROOT}/src/cgroup.c)
 target_include_directories(jail PUBLIC ${JAIL_ROOT}/src)
 target_compile_options(jail PRIVATE ${SBX_WARNINGS})

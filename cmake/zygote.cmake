@@ -15,6 +15,8 @@ set(ZYG_PYTHON /usr/bin/python3 CACHE FILEPATH "the Python whose libpython the z
 
 add_executable(sandboxd-zygote
   ${ZYG_ROOT}/src/zygote/zygote.c
+  ${ZYG_ROOT}/src/zygote/zygote_start.c
+  ${ZYG_ROOT}/src/zygote/zygote_spawn.c
   ${ZYG_ROOT}/src/zygote/zygote_child.c
   ${ZYG_ROOT}/src/zygote/zygote_proto.c)
 # Python's headers are not clean under our warning set: include them as system headers.

@@ -88,7 +88,7 @@ struct jail_enter_opts {
     int report_fd;                          /* the intermediate writes the grandchild's host
                                                pid here as an int32 before exiting; -1 = no */
     /* Set when the caller was created directly in the sandbox's pid namespace (the
-     * zygote's clone after setns(CLONE_NEWPID), see src/zygote/zygote.c): no second
+     * zygote's clone after setns(CLONE_NEWPID), see src/zygote/zygote_spawn.c): no second
      * fork, and pidfd (a pidfd of e->ns_pid, not closed here) names the namespaces to
      * join, the same process whose pid namespace the caller was created in. */
     bool in_pidns;

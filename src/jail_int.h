@@ -1,9 +1,12 @@
 /*
- * jail_int.h — internal to the jail layer (jail.c, jail_ctl.c): the objects behind the
- * opaque types of jail.h and the functions the two files call in each other. Nothing else
- * includes it. Everything here runs on the loop thread.
+ * jail_int.h — internal to the jail layer (jail.c, jail_create.c, jail_teardown.c,
+ * jail_ctl.c): the objects behind the opaque types of jail.h, the layer's global state,
+ * and the functions the files call in each other. Nothing else includes it. Everything
+ * here runs on the loop thread.
  *
- *   jail.c      sandboxes: creation, processes and their exits, destruction, queries
+ *   jail.c           global set-up, init's messages, processes and their exits, queries
+ *   jail_create.c    creating a sandbox: slot, directories, cgroup, starting the init
+ *   jail_teardown.c  destroying one: kill, wait, report, remove, free; the jail's timer
  *   jail_ctl.c  the control channel to a sandbox's init: the queue of messages for it,
  *               the requests waiting for its answers (spawn, adopt), kills
  */
@@ -20,6 +23,26 @@
 #include "jail_proto.h"
 
 #define JAIL_PATH_MAX 512
+#define JAIL_CTL_RECV_MAX 1024   /* answers from init: a header and a sentence at most */
+
+/* The layer's settings and state, set by jail_global_init (jail.c). */
+struct jail_globals {
+    bool inited;
+    uv_loop_t *loop;
+    struct jail_features feat;
+    struct cg_sys cg;
+    char sbx_dir[JAIL_PATH_MAX];
+    char init_path[JAIL_PATH_MAX];
+    char runtimes_dir[JAIL_PATH_MAX];
+    int runtimes_mnt;          /* private tmpfs copy of the runtimes (detached), or -1 */
+    uid_t uid_base;
+    unsigned max;
+    unsigned start_timeout_ms, reply_timeout_ms, max_pending;
+    uint64_t spawn_reserve;
+    unsigned char *slots;      /* max bytes: 1 = slot in use (its uid range taken) */
+    jail *jails;               /* every jail not yet freed */
+};
+extern struct jail_globals jail__g;
 
 struct exit_rec {
     pid_t pid;
@@ -122,6 +145,37 @@ int jail__adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg,
                       jail_proc **out);
 void jail__on_timer(uv_timer_t *t);   /* j->timer: creation, request deadlines, destroy */
 void jail__on_ctl(uv_poll_t *h, int status, int events);   /* j->poll: the control socket */
+
+/* a + "/" + b into out (n bytes); -ENAMETOOLONG when it does not fit. */
+int jail__path_join(char *out, size_t n, const char *a, const char *b);
+/* Report p's exit (status: a wait status) to its owner, then free p once its handles are
+ * closed. */
+void jail__proc_finish(jail_proc *p, int status);
+/* Report the exits read while tearing down (jail__pending_push). */
+void jail__flush_pending(jail *j);
+/* Reap the process pidfd names: 1 when reaped (*status set), 0 when it is not our child
+ * (yet), -errno otherwise. */
+int jail__reap_pidfd(int pidfd, int *status);
+/* Init is gone (EOF or a send that failed for good): fail what waits for it. */
+void jail__ctl_dead(jail *j);
+void jail__on_outer_exit(uv_process_t *p, int64_t exit_status, int term_signal);
+
+/* jail_create.c */
+/* Init said READY / creation failed after init started: ends the creation wait, once. */
+void jail__create_ready(jail *j);
+void jail__create_failed(jail *j, int rc, const char *msg);
+
+/* jail_teardown.c */
+/* Start tearing down (jail_destroy, a failed creation); done is called once all is gone. */
+void jail__teardown_start(jail *j);
+/* Everything is dead (or we gave up waiting): report, remove, close. */
+void jail__finish(jail *j);
+/* Free j if its last handle is closed (then on_ready of a failed creation, and done). */
+void jail__free_if_closed(jail *j);
+/* Remember an exit read while tearing down, reported by jail__flush_pending. */
+void jail__pending_push(jail *j, pid_t pid, int status);
+/* Remove a directory tree without following links. 0 or -errno. */
+int jail__rm_tree(const char *path);
 
 /* jail_ctl.c */
 /* Watch the socket for what is needed now (writable only while something is queued). */

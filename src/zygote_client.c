@@ -478,6 +478,45 @@ static int spawn_zygote(char *err, size_t errlen)
     return 0;
 }
 
+/* zyg_start's wait for the first ready, blocking (bounded by ready_timeout_ms) on the
+ * socket while the loop is not running yet. 0 when ready (or no longer starting), else
+ * -errno with err set: a timeout, the zygote's own start-up error, or its exit. */
+static int wait_first_ready(char *err, size_t errlen)
+{
+    uint64_t deadline = uv_hrtime() / 1000000 + Z.ready_timeout_ms;
+    while (Z.state == Z_STARTING) {
+        int64_t left = (int64_t)(deadline - uv_hrtime() / 1000000);
+        struct pollfd p = { .fd = Z.fd, .events = POLLIN };
+        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            snprintf(err, errlen, "the zygote did not become ready within %u ms",
+                     Z.ready_timeout_ms);
+            return -ETIMEDOUT;
+        }
+        struct zyg_hdr h;
+        char buf[1024];
+        int fds[ZYG_MAX_FDS], nfds = 0;
+        int r = zyg_recv(Z.fd, &h, buf, sizeof buf, fds, &nfds, 1);
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (r == -EAGAIN)
+            continue;
+        if (r == 1 && h.type == ZYG_READY && h.a == 0) {
+            set_ready(&h, buf);
+            return 0;
+        }
+        if (r == 1 && h.type == ZYG_READY)
+            snprintf(err, errlen, "the zygote failed to start: %.400s",
+                     h.len && buf[h.len - 1] == '\0' ? buf : "?");
+        else
+            snprintf(err, errlen, "the zygote exited before it was ready (see its stderr)");
+        return r == 1 && h.a < 0 ? h.a : -ECHILD;
+    }
+    return 0;
+}
+
 int zyg_start(uv_loop_t *loop, const struct zyg_config *cfg, char *err, size_t errlen)
 {
     if (Z.state != Z_OFF && Z.state != Z_STOPPED) {
@@ -514,39 +553,7 @@ int zyg_start(uv_loop_t *loop, const struct zyg_config *cfg, char *err, size_t e
     }
     /* Block (bounded) for the first ready: the daemon is starting and has nothing else
      * to do; a restart later waits asynchronously instead. */
-    uint64_t deadline = uv_hrtime() / 1000000 + Z.ready_timeout_ms;
-    while (Z.state == Z_STARTING) {
-        int64_t left = (int64_t)(deadline - uv_hrtime() / 1000000);
-        struct pollfd p = { .fd = Z.fd, .events = POLLIN };
-        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            snprintf(err, errlen, "the zygote did not become ready within %u ms",
-                     Z.ready_timeout_ms);
-            rc = -ETIMEDOUT;
-            break;
-        }
-        struct zyg_hdr h;
-        char buf[1024];
-        int fds[ZYG_MAX_FDS], nfds = 0;
-        int r = zyg_recv(Z.fd, &h, buf, sizeof buf, fds, &nfds, 1);
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
-        if (r == -EAGAIN)
-            continue;
-        if (r == 1 && h.type == ZYG_READY && h.a == 0) {
-            set_ready(&h, buf);
-            break;
-        }
-        if (r == 1 && h.type == ZYG_READY)
-            snprintf(err, errlen, "the zygote failed to start: %.400s",
-                     h.len && buf[h.len - 1] == '\0' ? buf : "?");
-        else
-            snprintf(err, errlen, "the zygote exited before it was ready (see its stderr)");
-        rc = r == 1 && h.a < 0 ? h.a : -ECHILD;
-        break;
-    }
+    rc = wait_first_ready(err, errlen);
     if (Z.state != Z_READY) {
         /* Reap it here: the loop is not running, and a zombie must not outlive us. */
         if (!Z.proc_exited) {

@@ -350,6 +350,110 @@ static int collect_args(int argc, char **argv)
     return n;
 }
 
+/* /proc/1/cmdline is readable inside the sandbox: show our name, not the host path we
+ * were started from (the build dir). Only argv[0]: cfg points into the others (the daemon
+ * passes none, see jail_create.c: the arguments travel in the environment). */
+static void hide_argv0(char **argv)
+{
+    size_t arg0 = strlen(argv[0]);
+    memset(argv[0], 0, arg0);
+    if (arg0 >= sizeof "sandboxd-init" - 1)
+        memcpy(argv[0], "sandboxd-init", sizeof "sandboxd-init" - 1);
+}
+
+/* Join the sandbox's cgroups before anything else runs, so that everything after (the
+ * clone, the inner's set-up) is under the sandbox's limits. 0, or -1 after send_fail. */
+static int join_cgroups(const struct init_cfg *cfg)
+{
+    char pidstr[24];
+    snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+    for (int i = 0; i < cfg->ncg; i++) {
+        int rc = write_file(cfg->cgroup_procs[i], pidstr);
+        if (rc) {
+            send_fail(rc, "init: could not join the sandbox cgroup");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Create the inner (pid 1 of the sandbox) in every new namespace at once; it waits on
+ * sync until the maps are written. The inner's pid, or -1 after send_fail. Never returns
+ * in the inner. */
+static pid_t clone_inner(struct init_cfg *cfg, int sync[2])
+{
+    if (pipe2(sync, O_CLOEXEC) < 0) {
+        send_fail(-errno, "init: pipe failed");
+        return -1;
+    }
+    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_NEWCGROUP | (cfg->network_host ? 0 : CLONE_NEWNET);
+    /* A raw clone with a NULL stack behaves like fork() in this single-threaded program
+     * and creates every namespace at once (one copy of the page tables, not two). */
+    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0UL);
+    if (pid < 0) {
+        send_fail(-errno, "init: clone with new namespaces failed (user namespaces disabled?)");
+        return -1;
+    }
+    if (pid == 0) {
+        close(sync[1]);
+        inner_main(cfg, sync[0]);
+    }
+    close(sync[0]);
+    return pid;
+}
+
+/* Right after the clone: drop the fds that were the inner's, and keep the OOM killer off
+ * the outer and the inner. */
+static void outer_after_clone(struct init_cfg *cfg, pid_t pid)
+{
+    if (cfg->runtimes_fd >= 0)
+        close(cfg->runtimes_fd);   /* the inner has its copy */
+    if (cfg->mem_usage_fd >= 0) {
+        close(cfg->mem_usage_fd);   /* the inner's, likewise */
+        close(cfg->mem_limit_fd);
+    }
+    /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
+     * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
+     * killer may well pick us, and the sandbox dies with us. We are never its victim
+     * (set after the clone, so the inner does not inherit it; the inner gets the legacy
+     * -17 instead, see protect_inner). Both need CAP_SYS_RESOURCE: where root lacks it,
+     * what keeps us and the inner alive is that every sandbox process scores higher. */
+    if (!cfg->rootless) {
+        (void)write_file("/proc/self/oom_score_adj", "-1000");
+        (void)protect_inner(pid);
+    }
+}
+
+/* Give the inner its identity (uid/gid maps; rootless: the namespaces kept open for the
+ * daemon), tell the daemon its pid (HELLO), then let it go on. 0, or -1 with the inner
+ * killed. */
+static int release_inner(const struct init_cfg *cfg, pid_t pid, int *sync_w)
+{
+    int rc = write_maps(cfg, pid);
+    if (rc) {
+        send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
+        kill(pid, SIGKILL);
+        return -1;
+    }
+    if (cfg->rootless && (rc = keep_namespaces(cfg, pid, sync_w))) {
+        send_fail(rc, "init: could not open the sandbox's namespaces");
+        kill(pid, SIGKILL);
+        return -1;
+    }
+    struct jp_hdr h = { .type = JP_HELLO, .a = pid };
+    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0)) {
+        kill(pid, SIGKILL);
+        return -1;
+    }
+    if (write(*sync_w, "g", 1) != 1) {
+        kill(pid, SIGKILL);
+        return -1;
+    }
+    close(*sync_w);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct init_cfg cfg;
@@ -359,84 +463,22 @@ int main(int argc, char **argv)
     /* The runtimes mount is for the inner's mount table only: never for a child. */
     if (cfg.runtimes_fd >= 0 && fcntl(cfg.runtimes_fd, F_SETFD, FD_CLOEXEC) < 0)
         cfg.runtimes_fd = -1;
-    /* /proc/1/cmdline is readable inside the sandbox: show our name, not the host path
-     * we were started from (the build dir). Only argv[0]: cfg points into the others
-     * (the daemon passes none, see jail.c: the arguments travel in the environment). */
-    size_t arg0 = strlen(argv[0]);
-    memset(argv[0], 0, arg0);
-    if (arg0 >= sizeof "sandboxd-init" - 1)
-        memcpy(argv[0], "sandboxd-init", sizeof "sandboxd-init" - 1);
+    hide_argv0(argv);
     /* Die with the daemon: a sandbox without its daemon has nobody to report to. */
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (getppid() == 1)
         _exit(1);
-    char pidstr[24];
-    snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
-    for (int i = 0; i < cfg.ncg; i++) {
-        int rc = write_file(cfg.cgroup_procs[i], pidstr);
-        if (rc) {
-            send_fail(rc, "init: could not join the sandbox cgroup");
-            return 1;
-        }
-    }
+    if (join_cgroups(&cfg))
+        return 1;
     if (cfg.spawn_reserve)
         open_memory_files(&cfg);
     int sync[2];
-    if (pipe2(sync, O_CLOEXEC) < 0) {
-        send_fail(-errno, "init: pipe failed");
+    pid_t pid = clone_inner(&cfg, sync);
+    if (pid < 0)
         return 1;
-    }
-    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-                CLONE_NEWCGROUP | (cfg.network_host ? 0 : CLONE_NEWNET);
-    /* A raw clone with a NULL stack behaves like fork() in this single-threaded program
-     * and creates every namespace at once (one copy of the page tables, not two). */
-    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0UL);
-    if (pid < 0) {
-        send_fail(-errno, "init: clone with new namespaces failed (user namespaces disabled?)");
+    outer_after_clone(&cfg, pid);
+    if (release_inner(&cfg, pid, &sync[1]))
         return 1;
-    }
-    if (pid == 0) {
-        close(sync[1]);
-        inner_main(&cfg, sync[0]);
-    }
-    close(sync[0]);
-    if (cfg.runtimes_fd >= 0)
-        close(cfg.runtimes_fd);   /* the inner has its copy */
-    if (cfg.mem_usage_fd >= 0) {
-        close(cfg.mem_usage_fd);   /* the inner's, likewise */
-        close(cfg.mem_limit_fd);
-    }
-    /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
-     * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
-     * killer may well pick us, and the sandbox dies with us. We are never its victim
-     * (set after the clone, so the inner does not inherit it; the inner gets the legacy
-     * -17 instead, see protect_inner). Both need CAP_SYS_RESOURCE: where root lacks it,
-     * what keeps us and the inner alive is that every sandbox process scores higher. */
-    if (!cfg.rootless) {
-        (void)write_file("/proc/self/oom_score_adj", "-1000");
-        (void)protect_inner(pid);
-    }
-    int rc = write_maps(&cfg, pid);
-    if (rc) {
-        send_fail(rc, "init: could not write the uid/gid maps of the sandbox");
-        kill(pid, SIGKILL);
-        return 1;
-    }
-    if (cfg.rootless && (rc = keep_namespaces(&cfg, pid, &sync[1]))) {
-        send_fail(rc, "init: could not open the sandbox's namespaces");
-        kill(pid, SIGKILL);
-        return 1;
-    }
-    struct jp_hdr h = { .type = JP_HELLO, .a = pid };
-    if (jp_send(INIT_CTL_FD, &h, NULL, NULL, 0)) {
-        kill(pid, SIGKILL);
-        return 1;
-    }
-    if (write(sync[1], "g", 1) != 1) {
-        kill(pid, SIGKILL);
-        return 1;
-    }
-    close(sync[1]);
     close(INIT_CTL_FD);
     int st;
     while (waitpid(pid, &st, 0) < 0) {

@@ -2,9 +2,10 @@
  * zygote.h — shared between the parts of sandboxd-zygote (one program, started once by
  * the daemon):
  *
- *   zygote.c        start-up (environment, embedded Python, preload, seccomp compile),
- *                   then the request loop: validate, fork, reply (never waiting for a
- *                   child: see serve_direct and serve_forked)
+ *   zygote.c        main() and the request loop: receive, validate, reply
+ *   zygote_start.c  start-up (environment, embedded Python, preload, heap trimming)
+ *   zygote_spawn.c  creating a context, never waiting for a child (serve_direct,
+ *                   serve_forked); these three share zygote_int.h
  *   zygote_child.c  what a forked child does: fds, jail_enter(), environment, serve()
  *   zygote_proto.c  framing of the control socket (zygote_proto.h)
  */
@@ -51,7 +52,7 @@ void zyg_child_main(const struct zyg_req *r, int report_fd, int pidfd,
  * each fork, the child once it has built its environment (r is zeroed: not used after). */
 void zyg_forget_request(void);
 
-/* Prepared in the zygote before any fork (zygote.c), used by the child. */
+/* Prepared in the zygote before any fork (zygote_start.c), used by the child. */
 struct zyg_python {
     void *enter_fn;   /* PyObject *: _enter(env_list) */
     void *serve_fn;   /* PyObject *: sandboxd_runtime.serve */

@@ -14,7 +14,7 @@
  *      jail_enter(): setns, and the privilege drop (uid 1000, no capabilities,
  *      no_new_privs, seccomp, every fd but 0-3 and the report pipe closed). When the
  *      zygote created this process directly in the sandbox's pid namespace (pidfd >= 0,
- *      the usual case, see zygote.c) there is no second fork; otherwise jail_enter()
+ *      the usual case, see zygote_spawn.c) there is no second fork; otherwise jail_enter()
  *      forks once more and the rest happens in the grandchild;
  *   3. on the double-fork way, the context reports its pid inside the sandbox and closes
  *      the report pipe (on the direct way the zygote has replied already);
@@ -151,8 +151,10 @@ static PyObject *env_list(const struct zyg_req *r)
     return l;
 }
 
-void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
-                    const struct jail_sc_prog *prog)
+/* Step 1: the request's fds above the range jail_enter keeps, then the context's stdio
+ * (0 = /dev/null, 1 and 2 its pipes) and its channel as fd 3. Returns the report pipe
+ * (moved high too), or -1 on the direct way; any failure ends the child. */
+static int setup_fds(const struct zyg_req *r, int report_pipe)
 {
     chan_fd = r->channel_fd;
     report_fd = report_pipe;
@@ -170,7 +172,15 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
     if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || dup2(ch, 3) < 0)
         fail(-errno);
     chan_fd = 3;
+    return rp;
+}
 
+/* Step 2: into the sandbox: a fresh expat salt (not the zygote's, shared by every
+ * context), its cgroups first (so the rest runs under its limits), then jail_enter
+ * (namespaces, privileges, seccomp). Returns only in the context itself. */
+static void enter_sandbox(const struct zyg_req *r, int rp, int pidfd,
+                          const struct jail_sc_prog *prog)
+{
     const int keep[] = { 0, 1, 2, 3, rp };
     struct jail_enter_opts o = {
         .cwd = r->cwd, .keep_fds = keep, .nkeep = sizeof keep / sizeof keep[0],
@@ -190,6 +200,36 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
         report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
         _exit(127);
     }
+}
+
+/* Step 4: serve the context on fd 3 until it ends; its exit status. No Py_Finalize: the
+ * shared interpreter state belongs to the zygote's image; exit without running its
+ * teardown (like os._exit), after flushing what serve() may have left. */
+static int serve_context(void)
+{
+    PyObject *res = PyObject_CallFunction((PyObject *)zyg_py.serve_fn, "i", 3);
+    if (!res) {
+        PyErr_Print();
+        _exit(1);
+    }
+    long v = PyLong_Check(res) ? PyLong_AsLong(res) : 1;
+    if (v == -1 && PyErr_Occurred())
+        v = 1;
+    PyObject *o_ = PySys_GetObject("stdout");
+    if (o_)
+        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
+    o_ = PySys_GetObject("stderr");
+    if (o_)
+        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
+    PyErr_Clear();
+    return (int)(v & 0xff);
+}
+
+void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
+                    const struct jail_sc_prog *prog)
+{
+    int rp = setup_fds(r, report_pipe);
+    enter_sandbox(r, rp, pidfd, prog);
 
     /* The context (the grandchild on the double-fork way): in the sandbox, unprivileged,
      * filtered. Its pid inside goes to the zygote only on the double-fork way; on the
@@ -203,7 +243,7 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
     if (clearenv() != 0)
         _exit(127);
 
-    int status = 1;
+    /* Step 3: the request's environment into os.environ, then forget the request. */
     PyObject *env = env_list(r);
     zyg_forget_request();   /* r is gone: its pages would stay private to this process */
     PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "O", env) : NULL;
@@ -213,23 +253,5 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
         _exit(127);
     }
     Py_DECREF(res);
-    res = PyObject_CallFunction((PyObject *)zyg_py.serve_fn, "i", 3);
-    if (!res) {
-        PyErr_Print();
-        _exit(1);
-    }
-    long v = PyLong_Check(res) ? PyLong_AsLong(res) : 1;
-    if (v == -1 && PyErr_Occurred())
-        v = 1;
-    /* No Py_Finalize: the shared interpreter state belongs to the zygote's image; exit
-     * without running its teardown (like os._exit). Flush what serve() may have left. */
-    PyObject *o_ = PySys_GetObject("stdout");
-    if (o_)
-        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
-    o_ = PySys_GetObject("stderr");
-    if (o_)
-        Py_XDECREF(PyObject_CallMethod(o_, "flush", NULL));
-    PyErr_Clear();
-    status = (int)(v & 0xff);
-    _exit(status);
+    _exit(serve_context());
 }

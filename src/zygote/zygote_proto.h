@@ -19,7 +19,7 @@
  *   ZYG_FORKED  zygote → daemon.  id = the request's; a = host pid of the context (> 0)
  *               or -errno; b = the context's pid inside the sandbox (when a > 0); when
  *               a < 0, b > 0 is the host pid of a killed process the daemon must reap
- *               (the context is created as the daemon's child, see zygote.c);
+ *               (the context is created as the daemon's child, see zygote_spawn.c);
  *               payload = a NUL-terminated sentence when a < 0 (else empty).
  *               a > 0 means the process exists, not that it entered its sandbox: on
  *               the direct way the reply leaves at clone time, and the context then
