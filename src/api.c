@@ -9,7 +9,6 @@
 
 #include "context.h"
 #include "log.h"
-#include "process.h"
 
 enum {
     ROUTE_PUBLIC = 1,        /* no token needed */
