@@ -5,19 +5,20 @@
  * Data structures: each sandbox's sb->processes is a struct proc_set, a list of struct
  * proc in start order. A proc owns two pipes (stdout, stderr) read into two rings, a
  * timer (the drain grace after exit), the list of its followers (each with its cmd_sink,
- * command.h) and the deletions waiting for it to end. No HTTP here: api_process.c reads
- * the requests, answers them and implements the sinks. A ring keeps absolute byte offsets: [start, end) is
- * what it holds, start is also the count of bytes it dropped; followers keep their own
- * offset per stream. A ring's memory grows with what is written, up to its cap.
+ * command.h) and the deletions waiting for it to end. A ring keeps absolute byte
+ * offsets: [start, end) is what it holds, start is also the count of bytes it dropped;
+ * followers keep their own offset per stream. A ring's memory grows with what is
+ * written, up to its cap. No HTTP here: api_process.c reads the requests, answers them
+ * and implements the sinks.
  *
  * Life: starting (the start waits for the sandbox's init to start it: not listed yet, but
  * counted against --max-processes) → running → exited (exit callback) → finished (both
  * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
- * `exit`, deletion waiters their callback. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
- * past --max-processes, or the sandbox's destruction), has no follower left and all its
- * handles are closed. The sandbox-destroy hook (registered by proc_init) only detaches
- * the procs: the jail kills
- * every process and reports each exit before the sandbox is gone.
+ * `exit`, deletion waiters their callback. A proc is freed when it is finished, removed
+ * from its sandbox (proc_delete, eviction past --max-processes, or the sandbox's
+ * destruction), has no follower left and all its handles are closed. The sandbox-destroy
+ * hook (registered by proc_init) only detaches the procs: the jail kills every process
+ * and reports each exit before the sandbox is gone.
  *
  * Memory: a ring's allocation is charged to the sandbox's budget (budget.h) before it
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
