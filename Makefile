@@ -1,7 +1,7 @@
 # sandboxd — the two commands that matter:
 #   make run    install what is missing, build, start the daemon on 127.0.0.1:7878
 #   make test   install what is missing, build, run every test suite
-# and the rest: make build | bench | fuzz | sanitize | clean
+# and the rest: make build | lint | bench | fuzz | sanitize | clean
 
 BUILD     ?= build
 LISTEN    ?= 127.0.0.1:7878
@@ -9,7 +9,7 @@ STATE_DIR ?= $(shell [ "$$(id -u)" = 0 ] && echo /var/lib/sandboxd || echo $$HOM
 PYTEST    := /usr/bin/python3 -m pytest
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test unit e2e bench fuzz sanitize clean
+.PHONY: all deps build run test lint unit e2e bench fuzz sanitize clean
 
 all: build
 
@@ -25,6 +25,10 @@ run: build
 	@echo "  try:  curl -s http://$(LISTEN)/v1/health"
 	$(BUILD)/sandboxd --listen $(LISTEN) --state-dir $(STATE_DIR)
 
+# style checks: banned functions, headers on their own, clang-format, layer rule (scripts/lint)
+lint: deps
+	@scripts/lint
+
 unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
@@ -35,6 +39,7 @@ e2e: build
 	SANDBOXD_BUILD=$(abspath $(BUILD)) clients/js/scripts/test.sh
 
 test: build
+	@scripts/lint
 	cd $(BUILD) && ctest --output-on-failure
 	$(PYTEST) -q runtimes/python/tests
 	node --test runtimes/node/test/

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "process.h"
 
 enum {
     ROUTE_PUBLIC = 1,        /* no token needed */

@@ -74,6 +74,11 @@ void api_context_interrupt(struct app *app, http_req *req, const route_params *p
 void api_context_restart(struct app *app, http_req *req, const route_params *p);
 void api_execute(struct app *app, http_req *req, const route_params *p);
 void api_exec(struct app *app, http_req *req, const route_params *p);
+void api_process_start(struct app *app, http_req *req, const route_params *p);
+void api_process_list(struct app *app, http_req *req, const route_params *p);
+void api_process_get(struct app *app, http_req *req, const route_params *p);
+void api_process_delete(struct app *app, http_req *req, const route_params *p);
+void api_process_logs(struct app *app, http_req *req, const route_params *p);
 void api_files_put(struct app *app, http_req *req, const route_params *p);
 void api_files_get(struct app *app, http_req *req, const route_params *p);
 void api_files_delete(struct app *app, http_req *req, const route_params *p);

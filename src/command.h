@@ -1,29 +1,31 @@
 /*
  * command.h — a shell command started in a sandbox, as both POST …/exec and background
- * processes start one: the request's "command", "cwd" and "env" fields validated, then
- * `/bin/sh -c COMMAND` spawned through the jail with stdout and stderr on fresh pipes.
- * Nothing here knows what happens to the output; exec.c and process.c decide that.
+ * processes start one: `/bin/sh -c COMMAND` spawned through the jail with stdout and
+ * stderr on fresh pipes. Nothing here knows what happens to the output; exec.c and
+ * process.c decide that. The request fields are read by the API layer (api_command.c).
+ *
+ * Also here: cmd_sink, the interface through which exec.c and process.c deliver output
+ * to whoever asked for it. The API layer implements it over HTTP (a whole JSON answer or
+ * SSE events); the engine never sees a request.
  */
 #ifndef SANDBOXD_COMMAND_H
 #define SANDBOXD_COMMAND_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
-#include "http.h"
+#include "escape.h"
 #include "jail.h"
 #include "sandbox.h"
+
+struct budget;
 
 struct cmd_request {
     const char *command;       /* borrowed from the request body */
     const json_t *env;         /* borrowed; NULL when absent */
     char cwd[1100];            /* resolved against /workspace */
 };
-
-/* Read "command" (required, not empty, at most --max-code-bytes), "cwd" and "env" (at
- * most --max-env-vars) from body. 0, or -1 with err naming the bad field (the request
- * should get 400 VALIDATION_FAILED). */
-int cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
-              size_t errlen);
 
 /* Spawn the command in sb: stdin is stdin_fd (-1: /dev/null), stdout/stderr are new pipes
  * whose read ends (O_CLOEXEC) are returned in out_fds at once. The start itself is
@@ -35,12 +37,39 @@ int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_start
               jail_exit_cb on_exit, void *arg, jail_req **req, int out_fds[2], char *err,
               size_t errlen);
 
-/* Answer a failed cmd_spawn: 429 at the process limit, when too many starts wait for the
- * sandbox's init (-EBUSY) or when it did not answer in time (-ETIMEDOUT: the sandbox is
- * starved of CPU), 404 when the sandbox was deleted first (-ECANCELED), 400 for a bad
- * cwd, else 500.
- * what names the thing ("command", "process"). */
-void cmd_respond_error(http_req *req, int rc, const char *cwd, const char *err,
-                       const char *what);
+/* Where a command's (or a process's) output goes. The engine calls the operations; the
+ * one who made the sink (the API layer) implements them. Writes answer as SSE does: 0 go
+ * on, 1 pause until the engine's resume function is called (exec_resume,
+ * proc_follower_resume), negative: the receiver is gone (the data is discarded).
+ * end, answer and failed are final: the engine calls nothing on the sink afterwards, so
+ * the sink may free itself there. */
+typedef struct cmd_sink cmd_sink;
+struct cmd_sink_ops {
+    /* The output starts: charge what is queued to the receiver to bg from now on; open
+     * the event stream when there is one (its result: as for writes). */
+    int (*begin)(cmd_sink *s, struct budget *bg);
+    /* One event: type and one line of JSON. */
+    int (*event)(cmd_sink *s, const char *type, const char *json, size_t len);
+    /* An output event {"text":"…"} from raw bytes, escaped with carry across chunks;
+     * nothing is sent while everything waits in the carry. */
+    int (*text)(cmd_sink *s, const char *type, esc_carry *carry, const void *data, size_t n,
+                bool final);
+    /* Final: the event stream is over. */
+    void (*end)(cmd_sink *s);
+    /* Final: the whole JSON answer (malloc'd, handed over), or json NULL when it could
+     * not be built. */
+    void (*answer)(cmd_sink *s, char *json, size_t len);
+    /* Final: the start failed (rc and msg as cmd_spawn's; cwd is where it was to run). */
+    void (*failed)(cmd_sink *s, int rc, const char *cwd, const char *msg);
+    /* Bytes queued to the receiver and not taken yet (0: it has taken everything). */
+    size_t (*queued)(const cmd_sink *s);
+    /* The receiver has gone away. */
+    bool (*gone)(const cmd_sink *s);
+    /* Call the engine's resume function once the receiver has taken what is queued. */
+    void (*wait_drain)(cmd_sink *s);
+};
+struct cmd_sink {
+    const struct cmd_sink_ops *ops;
+};
 
 #endif

@@ -1,21 +1,22 @@
 /*
  * exec.c — running one command (see exec.h). An exec_run owns three libuv handles (the
  * stdout and stderr pipes and a timer) plus, when stdin is given, a pipe to write it; it
- * is freed when every handle is closed, the process has been reaped, and the HTTP request
- * has been completed — whichever comes last. Until the sandbox's init has started the
- * command (exec_started) it holds only the raw fds; a start that fails, or that the
- * client gives up on, answers and frees it at once (the jail ends a late process).
-
+ * is freed when every handle is closed, the process has been reaped, and its sink (the
+ * receiver of the output, command.h) has had its final call — whichever comes last. Until
+ * the sandbox's init has started the command (exec_started) it holds only the raw fds; a
+ * start that fails, or that the receiver gives up on (exec_abort), goes to the sink's
+ * failed and is freed at once (the jail ends a late process). No HTTP here: the API layer
+ * (api_exec.c) reads the request and implements the sink.
  *
  * Memory: everything a command makes the daemon hold is charged to its sandbox's budget
  * (budget.h), which the run keeps a reference to (the sandbox may go first):
  *   - plain: each stream is kept already JSON-escaped (what the response will hold, up to
  *     6 bytes per NUL), in a buf charged to the budget. The response is then built in the
- *     stdout buffer itself (stderr appended, the JSON around it) and handed to http without
- *     a copy, where it stays charged until the socket takes it. A stream the budget refuses
+ *     stdout buffer itself (stderr appended, the JSON around it) and handed to the sink
+ *     without a copy (its answer); over HTTP it stays charged until the socket takes it. A stream the budget refuses
  *     is cut there, the rest read and dropped: "truncated": true, "truncatedBy":
  *     "sandbox-buffer-bytes" (or "max-output-bytes" for the per-stream cap).
- *   - SSE: events are charged while queued to the client (http_req_set_budget). Each read
+ *   - SSE: events are charged while queued to the client (the sink's begin). Each read
  *     is sized so that its escaped event fits in what is left of the budget; when nothing
  *     fits, reading stops (the command blocks on its own writes) until bytes are released.
  */
@@ -32,11 +33,8 @@
 
 #include "budget.h"
 #include "command.h"
-#include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
-#include "sse.h"
-
 
 /* An SSE read is at most READ_MAX bytes and at least READ_MIN: fewer left in the budget
  * than the escaped size of READ_MIN (6 bytes each) plus an event's framing pauses reading,
@@ -64,10 +62,9 @@ struct exec_pipe {
 };
 
 struct exec_run {
-    http_req *req;
+    cmd_sink *sink;         /* NULL once it had its final call */
     sandbox *sb;            /* NULL once the process exited (the sandbox may go away) */
     const struct config *cfg;
-    sse sse;
     bool streaming;
     jail_proc *proc;
     bool exited, paused, timed_out, truncated, oom, finished;
@@ -156,10 +153,11 @@ static void run_finish(struct exec_run *r)
     double ms = (double)(uv_hrtime() - r->start_ns) / 1e6;
     budget_cancel(r->bg, &r->bw);
     if (r->streaming) {
+        cmd_sink *s = r->sink;
         buf b;
         buf_init(&b, 4096);
-        sse_event_text(&r->sse, "stdout", &r->out.carry, "", 0, true);
-        sse_event_text(&r->sse, "stderr", &r->err.carry, "", 0, true);
+        s->ops->text(s, "stdout", &r->out.carry, "", 0, true);
+        s->ops->text(s, "stderr", &r->err.carry, "", 0, true);
         int rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code,
                             ms, r->timed_out ? "true" : "false");
         if (!rc && sig)
@@ -169,8 +167,8 @@ static void run_finish(struct exec_run *r)
         if (!rc)
             rc = buf_puts(&b, "}");
         if (!rc)
-            sse_event(&r->sse, "exit", b.data, b.len);
-        sse_end(&r->sse);
+            s->ops->event(s, "exit", b.data, b.len);
+        s->ops->end(s);
         buf_free(&b);
     } else {
         /* Built in place in the stdout buffer: no second copy of the output is ever alive.
@@ -201,14 +199,14 @@ static void run_finish(struct exec_run *r)
         if (!rc)
             rc = buf_puts(b, "}");
         if (rc) {
-            http_respond_error(r->req, 500, "INTERNAL_ERROR", "the command's result does not fit");
             buf_free(b);
+            r->sink->ops->answer(r->sink, NULL, 0);
         } else {
             size_t len = b->len;
-            http_respond_take(r->req, 200, "application/json", buf_steal(b), len, NULL);
+            r->sink->ops->answer(r->sink, buf_steal(b), len);
         }
     }
-    r->req = NULL;
+    r->sink = NULL;
     run_maybe_free(r);
 }
 
@@ -224,10 +222,10 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
         uint64_t room = budget_room(p->run->bg);
         uint64_t fit = room > EVENT_SLACK ? (room - EVENT_SLACK) / 6 : 0;
         n = fit < READ_MIN ? 0 : fit < n ? (size_t)fit : n;
-        http_req *req = p->run->req;
-        if (req && req->aborted)
+        const cmd_sink *s = p->run->sink;
+        if (s && s->ops->gone(s))
             n = sizeof chunk;   /* nothing is kept for a client that is gone */
-        else if (n == 0 && req && http_queued(req) == 0)
+        else if (n == 0 && s && s->ops->queued(s) == 0)
             n = READ_FLOOR;
     }
     *b = uv_buf_init(chunk, (unsigned)n);
@@ -301,8 +299,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         r->bw.arg = r;
         budget_wait(r->bg, &r->bw);
         r->starved = true;
-        if (r->req)
-            r->req->paused = true;   /* so that on_drain says when the queue has gone */
+        if (r->sink)   /* so that exec_resume comes when the queue has gone */
+            r->sink->ops->wait_drain(r->sink);
         return;
     }
     if (n < 0) {
@@ -313,7 +311,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     if (n == 0)
         return;
     if (r->streaming) {
-        int rc = sse_event_text(&r->sse, p->name, &p->carry, b->base, (size_t)n, false);
+        int rc = r->sink->ops->text(r->sink, p->name, &p->carry, b->base, (size_t)n, false);
         if (rc == 1) {
             r->paused = true;
             set_reading(r, false);
@@ -323,10 +321,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     keep_output(r, p, b->base, (size_t)n);
 }
 
-static void on_drain(http_req *req, void *arg)
+void exec_resume(exec_run *r)
 {
-    struct exec_run *r = arg;
-    (void)req;
     r->paused = false;
     r->starved = false;
     set_reading(r, true);   /* alloc_cb decides what the budget allows */
@@ -340,10 +336,8 @@ static void kill_group(struct exec_run *r)
 
 static void start_failed(struct exec_run *r, int rc, const char *msg);
 
-static void on_abort(http_req *req, void *arg)
+void exec_abort(exec_run *r)
 {
-    struct exec_run *r = arg;
-    (void)req;
     if (r->start) {
         /* not started yet: the jail ends the process if init starts it anyway */
         jail_cancel(r->start);
@@ -431,7 +425,7 @@ static void start_failed(struct exec_run *r, int rc, const char *msg)
             close(r->out_fd[i]);
     if (r->in_fd >= 0)
         close(r->in_fd);
-    cmd_respond_error(r->req, rc, r->cwd, msg ? msg : strerror(-rc), "command");
+    r->sink->ops->failed(r->sink, rc, r->cwd, msg ? msg : strerror(-rc));
     free(r->stdin_data);
     budget_release(r->bg, r->stdin_held);
     budget_unref(r->bg);
@@ -439,11 +433,10 @@ static void start_failed(struct exec_run *r, int rc, const char *msg)
 }
 
 /* The sandbox's init started the command (or could not): from here on the run owns its
- * pipes, its timer and the request. */
+ * pipes, its timer and the sink. */
 static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
 {
     struct exec_run *r = arg;
-    http_req *req = r->req;
     r->start = NULL;
     if (rc) {
         start_failed(r, rc, msg);
@@ -467,50 +460,22 @@ static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
         if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
             stdin_written(&r->inw, -1);
     }
-    req->on_drain = on_drain;
-    http_req_set_budget(req, r->bg);
-    if (req->want_sse) {
-        r->streaming = true;
-        sse_begin(&r->sse, req);
-    }
+    r->sink->ops->begin(r->sink, r->bg);
     if (r->timeout)
         uv_timer_start(&r->timer, timer_cb, r->timeout, 0);
     set_reading(r, true);
 }
 
-void api_exec(struct app *app, http_req *req, const route_params *p)
+int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
+               cmd_sink *sink, exec_run **out, char *err, size_t errlen)
 {
-    char err[JX_ERR];
-    sandbox *sb = api_sandbox_lookup(req, p);
-    if (!sb)
-        return;
-    json_t *body = jx_body(req, false);
-    if (!body)
-        return;
-    struct cmd_request cmd;
-    const char *stdin_s = NULL;
-    uint64_t timeout = sb->limits.timeout_ms;
-    if (cmd_parse(body, app->cfg, &cmd, err, sizeof err) ||
-        jx_string(body, "stdin", false, app->cfg->max_body_bytes, &stdin_s, err, sizeof err) ||
-        sbx_parse_timeout(body, &timeout, err, sizeof err)) {
-        json_decref(body);
-        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
-        return;
-    }
-
-    size_t stdin_len = stdin_s ? strlen(stdin_s) : 0;
-    if (budget_charge(sb->budget, stdin_len)) {
-        json_decref(body);
-        http_respond_error(req, 429, "LIMIT_REACHED", "stdin (%zu bytes) does not fit in what "
-                           "is left of sandbox '%s''s buffer budget (--sandbox-buffer-bytes "
-                           "%llu, %llu bytes held); try again once output is read", stdin_len,
-                           sb->id, (unsigned long long)budget_cap(sb->budget),
-                           (unsigned long long)budget_used(sb->budget));
-        return;
-    }
+    size_t stdin_len = o->stdin_data ? strlen(o->stdin_data) : 0;
+    if (budget_charge(sb->budget, stdin_len))
+        return EXEC_NO_ROOM;
     struct exec_run *r = calloc(1, sizeof *r);
-    int pi[2] = { -1, -1 }, out[2];
-    if (!r || (stdin_s && (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(stdin_s))))) {
+    int pi[2] = { -1, -1 }, fds[2];
+    if (!r || (o->stdin_data &&
+               (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(o->stdin_data))))) {
         int e = errno;
         if (pi[0] >= 0) {
             close(pi[0]);
@@ -518,26 +483,24 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         }
         budget_release(sb->budget, stdin_len);
         free(r);
-        json_decref(body);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the command: %s",
-                           strerror(e));
-        return;
+        snprintf(err, errlen, "%s", strerror(e));
+        return EXEC_NO_SETUP;
     }
-    r->req = req;
+    r->sink = sink;
     r->sb = sb;
     r->bg = budget_ref(sb->budget);
     r->stdin_held = stdin_len;
-    r->cfg = app->cfg;
+    r->cfg = cfg;
+    r->streaming = o->streaming;
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
-    r->timeout = timeout;
+    r->timeout = o->timeout_ms;
     r->in_fd = pi[1];
-    snprintf(r->cwd, sizeof r->cwd, "%s", cmd.cwd);
-    int rc = cmd_spawn(sb, &cmd, pi[0], exec_started, exit_cb, r, &r->start, out, err,
-                       sizeof err);
+    snprintf(r->cwd, sizeof r->cwd, "%s", o->cmd->cwd);
+    int rc = cmd_spawn(sb, o->cmd, pi[0], exec_started, exit_cb, r, &r->start, fds, err,
+                       errlen);
     if (pi[0] >= 0)
         close(pi[0]);
-    json_decref(body);
     if (rc) {
         if (pi[1] >= 0)
             close(pi[1]);
@@ -545,11 +508,10 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         budget_release(r->bg, r->stdin_held);
         budget_unref(r->bg);
         free(r);
-        cmd_respond_error(req, rc, cmd.cwd, err, "command");
-        return;
+        return rc;
     }
-    r->out_fd[0] = out[0];
-    r->out_fd[1] = out[1];
-    req->on_abort = on_abort;   /* also while the start is pending */
-    req->cb_arg = r;
+    r->out_fd[0] = fds[0];
+    r->out_fd[1] = fds[1];
+    *out = r;
+    return 0;
 }

@@ -21,6 +21,7 @@
 #include "budget.h"
 #include "metrics.h"
 #include "context.h"
+#include "process.h"
 #include "reaper.h"
 #include "sandbox.h"
 #include "zygote_client.h"
@@ -217,6 +218,7 @@ int main(int argc, char **argv)
                   budget_total_refusals);
     api_init(&app, loop, &cfg);
     ctx_init(loop, &cfg);
+    proc_init(&cfg);
     snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
 
     /* Python contexts: the zygote (after jail_global_init: it must be our subreaper child) */

@@ -4,24 +4,27 @@
  *
  * Data structures: each sandbox's sb->processes is a struct proc_set, a list of struct
  * proc in start order. A proc owns two pipes (stdout, stderr) read into two rings, a
- * timer (the drain grace after exit), the list of its SSE followers and the DELETE
- * requests waiting for it to end. A ring keeps absolute byte offsets: [start, end) is
- * what it holds, start is also the count of bytes it dropped; followers keep their own
- * offset per stream. A ring's memory grows with what is written, up to its cap.
+ * timer (the drain grace after exit), the list of its followers (each with its cmd_sink,
+ * command.h) and the deletions waiting for it to end. A ring keeps absolute byte
+ * offsets: [start, end) is what it holds, start is also the count of bytes it dropped;
+ * followers keep their own offset per stream. A ring's memory grows with what is
+ * written, up to its cap. No HTTP here: api_process.c reads the requests, answers them
+ * and implements the sinks.
  *
- * Life: starting (the POST waits for the sandbox's init to start it: not listed yet, but
+ * Life: starting (the start waits for the sandbox's init to start it: not listed yet, but
  * counted against --max-processes) → running → exited (exit callback) → finished (both
  * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
- * `exit`, DELETE waiters their answer. A proc is freed when it is finished, removed from its sandbox (DELETE, eviction
- * past --max-processes, or the sandbox's destruction), has no follower left and all its
- * handles are closed. The sandbox-destroy hook only detaches the procs: the jail kills
- * every process and reports each exit before the sandbox is gone.
+ * `exit`, deletion waiters their callback. A proc is freed when it is finished, removed
+ * from its sandbox (proc_delete, eviction past --max-processes, or the sandbox's
+ * destruction), has no follower left and all its handles are closed. The sandbox-destroy
+ * hook (registered by proc_init) only detaches the procs: the jail kills every process
+ * and reports each exit before the sandbox is gone.
  *
  * Memory: a ring's allocation is charged to the sandbox's budget (budget.h) before it
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
  * has: the oldest bytes are dropped sooner, counted as always (outputDropped, `dropped`
  * events), and the process is never blocked. JSON logs and follower events are charged
- * while queued to the client (http_req_set_budget).
+ * while queued to the client (the API layer charges them to proc_budget).
  */
 #include "stamp.h"
 #include "process.h"
@@ -37,10 +40,8 @@
 #include "exec.h"
 #include "budget.h"
 #include "command.h"
-#include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
-#include "sse.h"
 
 #define EVENT_MAX (64 << 10)     /* output bytes per SSE event */
 
@@ -55,20 +56,20 @@ struct ring {
 
 struct proc;
 
-struct follower {
-    http_req *req;
+struct proc_follower {
+    cmd_sink *sink;
     struct proc *p;
-    sse sse;
     uint64_t pos[2];
     uint64_t dropped[2];
     esc_carry carry[2];
     bool paused;
     budget_waiter bw;            /* queued while the budget has no room for an event */
-    struct follower *next;
+    struct proc_follower *next;
 };
 
 struct waiter {
-    http_req *req;
+    proc_ended_cb cb;
+    void *arg;
     struct waiter *next;
 };
 
@@ -92,12 +93,13 @@ struct proc {
     struct ppipe io[2];
     uv_timer_t timer;
     int handles;
-    struct follower *followers;
+    struct proc_follower *followers;
     struct waiter *waiters;
     struct proc *next;           /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
     jail_req *start;
-    http_req *start_req;
+    proc_started_cb start_cb;
+    void *start_arg;
     sandbox *sb;
     int out_fd[2];
 };
@@ -108,11 +110,8 @@ struct proc_set {
     unsigned starting;           /* waiting for the sandbox's init; count against the cap */
 };
 
-static bool hook_registered;
-static uint64_t log_cap;
-static uint64_t drain_grace_ms;   /* --drain-grace-ms, set with log_cap */
-
-/* ---- helpers ---- */
+static uint64_t log_cap;           /* --process-log-bytes, set by proc_init */
+static uint64_t drain_grace_ms;    /* --drain-grace-ms, set by proc_init */
 
 /* ---- rings ---- */
 
@@ -177,7 +176,7 @@ static size_t ring_span(const struct ring *r, uint64_t from, size_t max, const c
 
 /* ---- JSON ---- */
 
-static json_t *proc_json(const struct proc *p)
+json_t *proc_json(const struct proc *p)
 {
     char started[40], ended[40];
     stamp_iso8601(p->started_ms, started, sizeof started);
@@ -248,16 +247,16 @@ static void proc_remove(struct proc_set *set, struct proc *p)
 
 /* ---- followers ---- */
 
-static void follower_detach(struct follower *f)
+static void follower_detach(struct proc_follower *f)
 {
     struct proc *p = f->p;
-    for (struct follower **pp = &p->followers; *pp; pp = &(*pp)->next)
+    for (struct proc_follower **pp = &p->followers; *pp; pp = &(*pp)->next)
         if (*pp == f) {
             *pp = f->next;
             break;
         }
     budget_cancel(p->bg, &f->bw);
-    sse_end(&f->sse);   /* completes the request (discarded when the client is gone) */
+    f->sink->ops->end(f->sink);   /* final (discarded when the client is gone) */
     free(f);
     proc_maybe_free(p);
 }
@@ -271,12 +270,12 @@ static void follower_woken(budget_waiter *w);
  * its client to take what is queued) when it cannot take another event (EVENT_MAX bytes
  * escape to at most 6 times as many). A follower whose client has taken everything may
  * always send one: one that is read never starves because of others that are not. */
-static bool follower_starved(struct follower *f)
+static bool follower_starved(struct proc_follower *f)
 {
     const size_t need = EVENT_MAX * 6 + 512;
-    if (budget_room(f->p->bg) >= need || http_queued(f->req) == 0)
+    if (budget_room(f->p->bg) >= need || f->sink->ops->queued(f->sink) == 0)
         return false;
-    f->req->paused = true;       /* follower_drain once the client has taken it */
+    f->sink->ops->wait_drain(f->sink);   /* proc_follower_resume once it has been taken */
     f->bw.need = need;
     f->bw.cb = follower_woken;
     f->bw.arg = f;
@@ -284,7 +283,7 @@ static bool follower_starved(struct follower *f)
     return true;
 }
 
-static bool follower_pump(struct follower *f)
+static bool follower_pump(struct proc_follower *f)
 {
     struct proc *p = f->p;
     if (f->paused)
@@ -299,7 +298,7 @@ static bool follower_pump(struct follower *f)
             char ev[96];
             int n = snprintf(ev, sizeof ev, "{\"stream\":\"%s\",\"bytes\":%llu}", STREAM[i],
                              (unsigned long long)gap);
-            int rc = sse_event(&f->sse, "dropped", ev, (size_t)n);
+            int rc = f->sink->ops->event(f->sink, "dropped", ev, (size_t)n);
             if (rc < 0) {
                 follower_detach(f);
                 return false;
@@ -315,7 +314,7 @@ static bool follower_pump(struct follower *f)
             const char *d = "";
             size_t n = ring_span(r, f->pos[i], EVENT_MAX, &d);
             f->pos[i] += n;
-            int rc = sse_event_text(&f->sse, STREAM[i], &f->carry[i], d, n, false);
+            int rc = f->sink->ops->text(f->sink, STREAM[i], &f->carry[i], d, n, false);
             if (rc < 0) {
                 follower_detach(f);
                 return false;
@@ -329,7 +328,7 @@ static bool follower_pump(struct follower *f)
     if (!p->finished)
         return true;
     for (int i = 0; i < 2; i++)
-        sse_event_text(&f->sse, STREAM[i], &f->carry[i], "", 0, true);
+        f->sink->ops->text(f->sink, STREAM[i], &f->carry[i], "", 0, true);
     const char *sig;
     int code = exec_exit_code(p->status, &sig);
     char ev[256];
@@ -337,7 +336,7 @@ static bool follower_pump(struct follower *f)
                      "\"stderr\":%llu}}", code, sig ? ",\"signal\":\"SIG" : "",
                      sig ? sig : "", sig ? "\"" : "", (unsigned long long)f->dropped[0],
                      (unsigned long long)f->dropped[1]);
-    sse_event(&f->sse, "exit", ev, (size_t)n);
+    f->sink->ops->event(f->sink, "exit", ev, (size_t)n);
     follower_detach(f);
     return false;
 }
@@ -349,26 +348,23 @@ static void follower_woken(budget_waiter *w)
 
 static void pump_all(struct proc *p)
 {
-    struct follower *f = p->followers;
+    struct proc_follower *f = p->followers;
     while (f) {
-        struct follower *next = f->next;
+        struct proc_follower *next = f->next;
         follower_pump(f);
         f = next;
     }
 }
 
-static void follower_drain(http_req *req, void *arg)
+void proc_follower_resume(proc_follower *f)
 {
-    struct follower *f = arg;
-    (void)req;
     f->paused = false;
     follower_pump(f);
 }
 
-static void follower_abort(http_req *req, void *arg)
+void proc_follower_abort(proc_follower *f)
 {
-    (void)req;
-    follower_detach(arg);
+    follower_detach(f);
 }
 
 /* ---- the process ---- */
@@ -384,10 +380,7 @@ static void proc_finish(struct proc *p)
     while (p->waiters) {
         struct waiter *w = p->waiters;
         p->waiters = w->next;
-        json_t *j = proc_json(p);
-        if (j)
-            json_object_set_new(j, "deleted", json_true());
-        jx_respond(w->req, 200, j);
+        w->cb(w->arg, p);
         free(w);
     }
     pump_all(p);
@@ -466,6 +459,13 @@ static void on_sandbox_destroy(sandbox *sb)
     sb->processes = NULL;
 }
 
+void proc_init(const struct config *cfg)
+{
+    log_cap = cfg->process_log_bytes;
+    drain_grace_ms = cfg->drain_grace_ms;
+    sbx_on_destroy(on_sandbox_destroy);
+}
+
 static struct proc_set *proc_set_of(sandbox *sb)
 {
     if (!sb->processes)
@@ -473,7 +473,7 @@ static struct proc_set *proc_set_of(sandbox *sb)
     return sb->processes;
 }
 
-static struct proc *proc_find(sandbox *sb, const char *id)
+proc *proc_find(sandbox *sb, const char *id)
 {
     struct proc_set *set = sb->processes;
     for (struct proc *p = set ? set->head : NULL; p; p = p->next)
@@ -482,25 +482,28 @@ static struct proc *proc_find(sandbox *sb, const char *id)
     return NULL;
 }
 
-/* The process named by {pid} in the route; when none, the request was answered. */
-static struct proc *lookup(http_req *req, const route_params *rp, sandbox **sbo)
+json_t *proc_list_json(sandbox *sb)
 {
-    sandbox *sb = api_sandbox_lookup(req, rp);
-    if (!sb)
-        return NULL;
-    const char *id = route_param(rp, "pid");
-    struct proc *p = proc_find(sb, id);
-    if (!p)
-        http_respond_error(req, 404, "PROCESS_NOT_FOUND", "no process '%.64s' in sandbox '%s'",
-                           id ? id : "", sb->id);
-    if (sbo)
-        *sbo = sb;
-    return p;
+    json_t *arr = json_array();
+    struct proc_set *set = sb->processes;
+    for (struct proc *p = set ? set->head : NULL; p; p = p->next)
+        json_array_append_new(arr, proc_json(p));
+    return arr;
 }
 
-/* ---- routes ---- */
+const char *proc_id(const proc *p)
+{
+    return p->id;
+}
 
-/* The start failed or nobody waits for it: answer and forget the process. */
+budget *proc_budget(const proc *p)
+{
+    return p->bg;
+}
+
+/* ---- starting ---- */
+
+/* The start failed or nobody waits for it: tell the starter and forget the process. */
 static void start_failed(struct proc *p, int rc, const char *msg)
 {
     struct proc_set *set = p->sb->processes;   /* NULL once the sandbox let go */
@@ -508,42 +511,22 @@ static void start_failed(struct proc *p, int rc, const char *msg)
         set->starting--;
     for (int i = 0; i < 2; i++)
         close(p->out_fd[i]);
-    cmd_respond_error(p->start_req, rc, p->cwd, msg ? msg : strerror(-rc), "process");
+    p->start_cb(p->start_arg, NULL, rc, p->cwd, msg ? msg : strerror(-rc));
     free(p->command);
     free(p);
 }
 
-static void start_abort(http_req *req, void *arg)
+void proc_start_cancel(proc *p)
 {
-    struct proc *p = arg;
-    (void)req;
     /* the jail ends the process if the sandbox's init starts it anyway */
     jail_cancel(p->start);
     p->start = NULL;
     start_failed(p, -ECONNABORTED, "the client went away before it started");
 }
 
-/* The sandbox's init started the process (or could not): it joins the sandbox's list
- * and the request gets its answer. */
-static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
+/* Both pipes read into the rings from now on. */
+static void open_pipes(struct proc *p)
 {
-    struct proc *p = arg;
-    http_req *req = p->start_req;
-    sandbox *sb = p->sb;
-    p->start = NULL;
-    req->on_abort = NULL;
-    req->cb_arg = NULL;
-    if (rc) {
-        start_failed(p, rc, msg);
-        return;
-    }
-    struct proc_set *set = proc_set_of(sb);
-    if (set && set->starting)
-        set->starting--;
-    p->jp = jp;
-    p->pid = jail_proc_pid(p->jp);
-    p->bg = budget_ref(sb->budget);
-    p->started_ms = stamp_now_ms();
     uv_timer_init(uv_default_loop(), &p->timer);
     p->timer.data = p;
     p->handles++;
@@ -561,11 +544,32 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
             close_pipe(pp);   /* no output from this stream; the process still runs */
         }
     }
+}
+
+/* The sandbox's init started the process (or could not): it joins the sandbox's list
+ * and the starter is told. */
+static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
+{
+    struct proc *p = arg;
+    sandbox *sb = p->sb;
+    p->start = NULL;
+    if (rc) {
+        start_failed(p, rc, msg);
+        return;
+    }
+    struct proc_set *set = proc_set_of(sb);
+    if (set && set->starting)
+        set->starting--;
+    p->jp = jp;
+    p->pid = jail_proc_pid(p->jp);
+    p->bg = budget_ref(sb->budget);
+    p->started_ms = stamp_now_ms();
+    open_pipes(p);
     if (!set) {
         /* out of memory for the list: the process cannot be managed, so it ends */
         jail_proc_kill(p->jp, SIGKILL);
         p->removed = true;
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
+        p->start_cb(p->start_arg, NULL, PROC_NO_MEMORY, p->cwd, "out of memory");
         return;
     }
     /* append: the list stays in start order */
@@ -575,35 +579,20 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
     *tail = p;
     set->n++;
     log_info("sandbox %s: process %s started (pid %d)", sb->id, p->id, (int)p->pid);
-    json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
-                          p->command, "status", "running");
-    jx_respond(req, 201, j);
+    p->start_cb(p->start_arg, p, 0, p->cwd, NULL);
 }
 
-void api_process_start(struct app *app, http_req *req, const route_params *rp)
+json_t *proc_brief_json(const proc *p)
 {
-    char err[JX_ERR];
-    sandbox *sb = api_sandbox_lookup(req, rp);
-    if (!sb)
-        return;
-    if (!hook_registered) {
-        /* registered on first use: until then no sandbox has a process to let go of */
-        sbx_on_destroy(on_sandbox_destroy);
-        hook_registered = true;
-    }
-    log_cap = app->cfg->process_log_bytes;
-    drain_grace_ms = app->cfg->drain_grace_ms;
-    json_t *body = jx_body(req, false);
-    if (!body)
-        return;
-    struct cmd_request cmd;
-    if (cmd_parse(body, app->cfg, &cmd, err, sizeof err)) {
-        json_decref(body);
-        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
-        return;
-    }
+    return json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
+                     p->command, "status", "running");
+}
+
+int proc_start(sandbox *sb, const struct config *cfg, const struct cmd_request *cmd,
+               proc_started_cb cb, void *arg, proc **out, char *err, size_t errlen)
+{
     struct proc_set *set = proc_set_of(sb);
-    if (set && set->n + set->starting >= app->cfg->max_processes) {
+    if (set && set->n + set->starting >= cfg->max_processes) {
         /* forget the oldest exited process nobody follows; else refuse */
         for (struct proc *q = set->head; q; q = q->next)
             if (q->finished && !q->followers && !q->waiters) {
@@ -612,183 +601,114 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
                 break;
             }
     }
-    if (!set || set->n + set->starting >= app->cfg->max_processes) {
-        json_decref(body);
-        http_respond_error(req, 429, "LIMIT_REACHED",
-                           "the sandbox has %llu background processes, its limit "
-                           "(--max-processes); DELETE one first",
-                           (unsigned long long)app->cfg->max_processes);
-        return;
-    }
-
+    if (!set || set->n + set->starting >= cfg->max_processes)
+        return PROC_FULL;
     struct proc *p = calloc(1, sizeof *p);
-    if (!p || !(p->command = strdup(cmd.command)) || stamp_id(p->id, sizeof p->id, "proc-")) {
+    if (!p || !(p->command = strdup(cmd->command)) || stamp_id(p->id, sizeof p->id, "proc-")) {
         if (p)
             free(p->command);
         free(p);
-        json_decref(body);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
-        return;
+        return PROC_NO_MEMORY;
     }
-    snprintf(p->cwd, sizeof p->cwd, "%s", cmd.cwd);
-    int out[2];
-    int rc = cmd_spawn(sb, &cmd, -1, proc_started, exit_cb, p, &p->start, out, err, sizeof err);
-    json_decref(body);
+    snprintf(p->cwd, sizeof p->cwd, "%s", cmd->cwd);
+    int fds[2];
+    int rc = cmd_spawn(sb, cmd, -1, proc_started, exit_cb, p, &p->start, fds, err, errlen);
     if (rc) {
         free(p->command);
         free(p);
-        cmd_respond_error(req, rc, cmd.cwd, err, "process");
-        return;
+        return rc;
     }
     p->sb = sb;
-    p->start_req = req;
-    p->out_fd[0] = out[0];
-    p->out_fd[1] = out[1];
+    p->start_cb = cb;
+    p->start_arg = arg;
+    p->out_fd[0] = fds[0];
+    p->out_fd[1] = fds[1];
     set->starting++;
-    req->on_abort = start_abort;
-    req->cb_arg = p;
+    *out = p;
+    return 0;
 }
 
-void api_process_list(struct app *app, http_req *req, const route_params *rp)
-{
-    (void)app;
-    sandbox *sb = api_sandbox_lookup(req, rp);
-    if (!sb)
-        return;
-    json_t *arr = json_array();
-    struct proc_set *set = sb->processes;
-    for (struct proc *p = set ? set->head : NULL; p; p = p->next)
-        json_array_append_new(arr, proc_json(p));
-    jx_respond(req, 200, json_pack("{s:o}", "processes", arr));
-}
+/* ---- deleting ---- */
 
-void api_process_get(struct app *app, http_req *req, const route_params *rp)
+int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
 {
-    (void)app;
-    struct proc *p = lookup(req, rp, NULL);
-    if (p)
-        jx_respond(req, 200, proc_json(p));
-}
-
-static void waiter_abort(http_req *req, void *arg)
-{
-    /* the client went away: the answer is discarded when the process ends, which the
-     * SIGKILL already sent makes prompt */
-    (void)req;
-    (void)arg;
-}
-
-void api_process_delete(struct app *app, http_req *req, const route_params *rp)
-{
-    (void)app;
-    sandbox *sb = NULL;
-    struct proc *p = lookup(req, rp, &sb);
-    if (!p)
-        return;
     proc_remove(sb->processes, p);
     if (p->finished) {
-        json_t *j = proc_json(p);
-        if (j)
-            json_object_set_new(j, "deleted", json_true());
-        jx_respond(req, 200, j);
+        cb(arg, p);
         proc_maybe_free(p);
-        return;
+        return 1;
     }
     struct waiter *w = malloc(sizeof *w);
-    if (!w) {
-        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
-        return;
-    }
-    w->req = req;
+    if (!w)
+        return -ENOMEM;
+    w->cb = cb;
+    w->arg = arg;
     w->next = p->waiters;
     p->waiters = w;
-    req->on_abort = waiter_abort;
-    req->cb_arg = w;
     if (p->jp)
         jail_proc_kill(p->jp, SIGKILL);   /* the whole process group, SIGCONT first */
     log_info("sandbox %s: process %s killed", sb->id, p->id);
+    return 0;
 }
 
-/* JSON: both rings as strings, plus what was dropped. */
-static void logs_json(http_req *req, const struct proc *p)
+/* ---- logs ---- */
+
+int proc_logs_json(const proc *p, buf *b)
 {
-    buf b;
     size_t cap = 256;
     for (int i = 0; i < 2; i++)
         cap += (size_t)(p->io[i].ring.end - p->io[i].ring.start) * 6 + 64;
-    buf_init(&b, cap);
-    int rc = buf_puts(&b, "{");
+    buf_init(b, cap);
+    int rc = buf_puts(b, "{");
     for (int i = 0; i < 2 && !rc; i++) {
         const struct ring *r = &p->io[i].ring;
         esc_carry carry;
         memset(&carry, 0, sizeof carry);
-        rc = buf_printf(&b, "%s\"%s\":\"", i ? "," : "", STREAM[i]);
+        rc = buf_printf(b, "%s\"%s\":\"", i ? "," : "", STREAM[i]);
         uint64_t off = r->start;
         while (!rc && off < r->end) {
             const char *d = "";
             size_t n = ring_span(r, off, SIZE_MAX, &d);
             off += n;
-            rc = esc_json(&b, &carry, d, n, off >= r->end);
+            rc = esc_json(b, &carry, d, n, off >= r->end);
         }
         if (!rc)
-            rc = buf_puts(&b, "\"");
+            rc = buf_puts(b, "\"");
     }
     if (!rc)
-        rc = buf_printf(&b, ",\"dropped\":{\"stdout\":%llu,\"stderr\":%llu},\"truncated\":%s,"
+        rc = buf_printf(b, ",\"dropped\":{\"stdout\":%llu,\"stderr\":%llu},\"truncated\":%s,"
                         "\"status\":\"%s\"}", (unsigned long long)p->io[0].ring.start,
                         (unsigned long long)p->io[1].ring.start,
                         p->io[0].ring.start || p->io[1].ring.start ? "true" : "false",
                         p->exited ? "exited" : "running");
-    if (rc) {
-        http_respond_error(req, 500, "INTERNAL_ERROR", "the logs do not fit in memory");
-    } else if (budget_room(p->bg) < b.len) {
-        http_respond_error(req, 429, "LIMIT_REACHED", "the logs (%zu bytes as JSON) do not "
-                           "fit in what is left of the sandbox's buffer budget "
-                           "(--sandbox-buffer-bytes %llu, %llu bytes held); try again once "
-                           "queued responses are read, or follow the logs (SSE)", b.len,
-                           (unsigned long long)budget_cap(p->bg),
-                           (unsigned long long)budget_used(p->bg));
-    } else {
-        size_t len = b.len;
-        http_respond_take(req, 200, "application/json", buf_steal(&b), len, NULL);
-    }
-    buf_free(&b);
+    return rc;
 }
 
-void api_process_logs(struct app *app, http_req *req, const route_params *rp)
+unsigned proc_followers(const proc *p)
 {
-    (void)app;
-    struct proc *p = lookup(req, rp, NULL);
-    if (!p)
-        return;
-    http_req_set_budget(req, p->bg);
-    if (!req->want_sse) {
-        logs_json(req, p);
-        return;
-    }
     unsigned n = 0;
-    for (struct follower *f = p->followers; f; f = f->next)
+    for (struct proc_follower *f = p->followers; f; f = f->next)
         n++;
-    if (n >= app->cfg->max_followers) {
-        http_respond_error(req, 429, "LIMIT_REACHED", "process %s has %u followers, the limit",
-                           p->id, n);
-        return;
-    }
-    struct follower *f = calloc(1, sizeof *f);
-    if (!f) {
-        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
-        return;
-    }
-    f->req = req;
+    return n;
+}
+
+proc_follower *proc_follow(proc *p, cmd_sink *sink)
+{
+    struct proc_follower *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->sink = sink;
     f->p = p;
     f->pos[0] = p->io[0].ring.start;   /* replay what the rings still hold */
     f->pos[1] = p->io[1].ring.start;
     f->next = p->followers;
     p->followers = f;
-    req->cb_arg = f;
-    req->on_drain = follower_drain;
-    req->on_abort = follower_abort;
-    if (sse_begin(&f->sse, req) < 0) {
+    return f;
+}
+
+void proc_follower_start(proc_follower *f)
+{
+    if (f->sink->ops->begin(f->sink, f->p->bg) < 0) {
         follower_detach(f);
         return;
     }

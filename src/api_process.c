@@ -1,0 +1,202 @@
+/*
+ * api_process.c — the background-process routes (API.md "Background processes"):
+ * POST/GET /v1/sandboxes/{sid}/processes, GET/DELETE …/processes/{pid}, GET …/{pid}/logs.
+ * Reads and validates the requests, calls process.h, and answers: a start once the
+ * sandbox's init has started the process (201), a DELETE once the process has ended, the
+ * logs as JSON or followed over SSE through an api_sink.
+ */
+#include "api.h"
+#include "process.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api_command.h"
+#include "jsonx.h"
+
+/* The process named by {pid} in the route; when none, the request was answered. */
+static proc *lookup(http_req *req, const route_params *rp, sandbox **sbo)
+{
+    sandbox *sb = api_sandbox_lookup(req, rp);
+    if (!sb)
+        return NULL;
+    const char *id = route_param(rp, "pid");
+    proc *p = proc_find(sb, id);
+    if (!p)
+        http_respond_error(req, 404, "PROCESS_NOT_FOUND", "no process '%.64s' in sandbox '%s'",
+                           id ? id : "", sb->id);
+    if (sbo)
+        *sbo = sb;
+    return p;
+}
+
+/* ---- POST …/processes ---- */
+
+static void start_aborted(http_req *req, void *arg)
+{
+    (void)req;
+    proc_start_cancel(arg);
+}
+
+static void started(void *arg, const proc *p, int rc, const char *cwd, const char *msg)
+{
+    http_req *req = arg;
+    req->on_abort = NULL;
+    req->cb_arg = NULL;
+    if (rc == PROC_NO_MEMORY)
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
+    else if (rc)
+        api_cmd_respond_error(req, rc, cwd, msg, "process");
+    else
+        jx_respond(req, 201, proc_brief_json(p));
+}
+
+void api_process_start(struct app *app, http_req *req, const route_params *rp)
+{
+    char err[JX_ERR];
+    sandbox *sb = api_sandbox_lookup(req, rp);
+    if (!sb)
+        return;
+    json_t *body = jx_body(req, false);
+    if (!body)
+        return;
+    struct cmd_request cmd;
+    if (api_cmd_parse(body, app->cfg, &cmd, err, sizeof err)) {
+        json_decref(body);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
+        return;
+    }
+    proc *p = NULL;
+    int rc = proc_start(sb, app->cfg, &cmd, started, req, &p, err, sizeof err);
+    json_decref(body);
+    if (rc == PROC_FULL)
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "the sandbox has %llu background processes, its limit "
+                           "(--max-processes); DELETE one first",
+                           (unsigned long long)app->cfg->max_processes);
+    else if (rc == PROC_NO_MEMORY)
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot set up the process: out of memory");
+    else if (rc)
+        api_cmd_respond_error(req, rc, cmd.cwd, err, "process");
+    if (rc)
+        return;
+    req->on_abort = start_aborted;
+    req->cb_arg = p;
+}
+
+/* ---- GET …/processes, GET and DELETE …/processes/{pid} ---- */
+
+void api_process_list(struct app *app, http_req *req, const route_params *rp)
+{
+    (void)app;
+    sandbox *sb = api_sandbox_lookup(req, rp);
+    if (!sb)
+        return;
+    jx_respond(req, 200, json_pack("{s:o}", "processes", proc_list_json(sb)));
+}
+
+void api_process_get(struct app *app, http_req *req, const route_params *rp)
+{
+    (void)app;
+    proc *p = lookup(req, rp, NULL);
+    if (p)
+        jx_respond(req, 200, proc_json(p));
+}
+
+static void deleted(void *arg, const proc *p)
+{
+    json_t *j = proc_json(p);
+    if (j)
+        json_object_set_new(j, "deleted", json_true());
+    jx_respond(arg, 200, j);
+}
+
+static void waiter_abort(http_req *req, void *arg)
+{
+    /* the client went away: the answer is discarded when the process ends, which the
+     * SIGKILL already sent makes prompt */
+    (void)req;
+    (void)arg;
+}
+
+void api_process_delete(struct app *app, http_req *req, const route_params *rp)
+{
+    (void)app;
+    sandbox *sb = NULL;
+    proc *p = lookup(req, rp, &sb);
+    if (!p)
+        return;
+    /* set first: the process may end (and the answer go) only later, and a request that
+     * is answered now never hears of it */
+    req->on_abort = waiter_abort;
+    req->cb_arg = NULL;
+    if (proc_delete(sb, p, deleted, req) < 0)
+        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+}
+
+/* ---- GET …/processes/{pid}/logs ---- */
+
+/* JSON: both rings as strings, plus what was dropped. */
+static void logs_json(http_req *req, const proc *p)
+{
+    buf b;
+    budget *bg = proc_budget(p);
+    int rc = proc_logs_json(p, &b);
+    if (rc) {
+        http_respond_error(req, 500, "INTERNAL_ERROR", "the logs do not fit in memory");
+    } else if (budget_room(bg) < b.len) {
+        http_respond_error(req, 429, "LIMIT_REACHED", "the logs (%zu bytes as JSON) do not "
+                           "fit in what is left of the sandbox's buffer budget "
+                           "(--sandbox-buffer-bytes %llu, %llu bytes held); try again once "
+                           "queued responses are read, or follow the logs (SSE)", b.len,
+                           (unsigned long long)budget_cap(bg),
+                           (unsigned long long)budget_used(bg));
+    } else {
+        size_t len = b.len;
+        http_respond_take(req, 200, "application/json", buf_steal(&b), len, NULL);
+    }
+    buf_free(&b);
+}
+
+static void follower_drained(http_req *req, void *arg)
+{
+    (void)req;
+    proc_follower_resume(arg);
+}
+
+static void follower_aborted(http_req *req, void *arg)
+{
+    (void)req;
+    proc_follower_abort(arg);
+}
+
+void api_process_logs(struct app *app, http_req *req, const route_params *rp)
+{
+    proc *p = lookup(req, rp, NULL);
+    if (!p)
+        return;
+    http_req_set_budget(req, proc_budget(p));
+    if (!req->want_sse) {
+        logs_json(req, p);
+        return;
+    }
+    unsigned n = proc_followers(p);
+    if (n >= app->cfg->max_followers) {
+        http_respond_error(req, 429, "LIMIT_REACHED", "process %s has %u followers, the limit",
+                           proc_id(p), n);
+        return;
+    }
+    struct api_sink *s = api_sink_new(req, "process");
+    proc_follower *f = s ? proc_follow(p, &s->sink) : NULL;
+    if (!f) {
+        api_sink_free(s);
+        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+        return;
+    }
+    req->cb_arg = f;
+    req->on_drain = follower_drained;
+    req->on_abort = follower_aborted;
+    proc_follower_start(f);
+}
