@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "api_json.h"
 #include "jsonx.h"
 #include "sandbox.h"
 #include "stamp.h"
@@ -77,7 +78,7 @@ static void answer_ready(http_req *req, int status, const struct context *c, boo
                          const char *why)
 {
     if (ok)
-        jx_respond(req, status, context_json(c));
+        api_respond_json(req, status, context_json(c));
     else
         http_respond_error(req, 500, "INTERNAL_ERROR", "%s", why);
 }
@@ -117,7 +118,7 @@ void api_context_create(struct app *app, http_req *req, const route_params *p)
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = jx_body(req, true);
+    json_t *body = api_body(req, true);
     if (!body)
         return;
     const char *lang_s = "python", *cwd_in = NULL;
@@ -162,7 +163,7 @@ void api_context_list(struct app *app, http_req *req, const route_params *p)
     json_t *arr = json_array();
     for (struct context *c = ctx_first(sb); c; c = ctx_next(c))
         json_array_insert_new(arr, 0, context_json(c));
-    jx_respond(req, 200, json_pack("{s:o}", "contexts", arr));
+    api_respond_json(req, 200, json_pack("{s:o}", "contexts", arr));
 }
 
 void api_context_get(struct app *app, http_req *req, const route_params *p)
@@ -170,7 +171,7 @@ void api_context_get(struct app *app, http_req *req, const route_params *p)
     (void)app;
     struct context *c = lookup(req, p);
     if (c)
-        jx_respond(req, 200, context_json(c));
+        api_respond_json(req, 200, context_json(c));
 }
 
 void api_context_delete(struct app *app, http_req *req, const route_params *p)

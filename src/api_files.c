@@ -35,6 +35,7 @@
 #include "stamp.h"
 #include "api.h"
 #include "files.h"
+#include "api_json.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
@@ -219,7 +220,7 @@ static void send_listing(http_req *req, int fd, const char *shown, size_t max)
     closedir(dir);
     json_t *j = json_pack("{s:s, s:o, s:b}", "path", shown, "entries", entries, "truncated",
                           truncated);
-    jx_respond(req, 200, j);
+    api_respond_json(req, 200, j);
 }
 
 void api_files_get(struct app *app, http_req *req, const route_params *p)
@@ -311,7 +312,7 @@ static void rm_done(uv_work_t *w, int status)
     else if (r->rc)
         api_files_respond_errno(r->req, r->rc, r->shown, "cannot delete");
     else
-        jx_respond(r->req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", r->shown));
+        api_respond_json(r->req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", r->shown));
     free(r);
 }
 
@@ -350,7 +351,7 @@ void api_files_delete(struct app *app, http_req *req, const route_params *p)
         if (rc)
             api_files_respond_errno(req, rc, shown, "cannot delete");
         else
-            jx_respond(req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", shown));
+            api_respond_json(req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", shown));
         return;
     }
     struct removal *r = calloc(1, sizeof *r);
@@ -381,7 +382,7 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
         return;
     char err[JX_ERR];
     const char *from = NULL, *to = NULL;
-    json_t *body = jx_body(req, false);
+    json_t *body = api_body(req, false);
     if (!body)
         return;
     if (jx_string(body, "from", true, FILES_PATH_MAX, &from, err, sizeof err) ||
@@ -430,7 +431,7 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
             api_files_respond_errno(req, rc, which, "cannot move");
         return;
     }
-    jx_respond(req, 200, json_pack("{s:s, s:s}", "from", sf, "to", st));
+    api_respond_json(req, 200, json_pack("{s:s, s:s}", "from", sf, "to", st));
 }
 
 void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
@@ -441,7 +442,7 @@ void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
         return;
     char err[JX_ERR];
     const char *path = NULL;
-    json_t *body = jx_body(req, false);
+    json_t *body = api_body(req, false);
     if (!body)
         return;
     if (jx_string(body, "path", true, FILES_PATH_MAX, &path, err, sizeof err)) {
@@ -472,6 +473,6 @@ void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
             api_files_respond_errno(req, rc, shown, "cannot create the directory");
         return;
     }
-    jx_respond(req, created ? 201 : 200,
+    api_respond_json(req, created ? 201 : 200,
                json_pack("{s:s, s:b}", "path", shown, "created", created));
 }

@@ -49,6 +49,7 @@
 #include "stamp.h"
 #include "api.h"
 #include "files.h"
+#include "api_json.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
@@ -247,7 +248,7 @@ static void upload_answer(struct upload *u)
     else if (u->failed)
         upload_respond_failure(u, req);
     else
-        jx_respond(req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size",
+        api_respond_json(req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size",
                                        (json_int_t)u->received));
 }
 

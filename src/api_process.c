@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api_command.h"
+#include "api_json.h"
 #include "jsonx.h"
 
 /* The process named by {pid} in the route; when none, the request was answered. */
@@ -50,7 +51,7 @@ static void started(void *arg, const proc *p, int rc, const char *cwd, const cha
     else if (rc)
         api_cmd_respond_error(req, rc, cwd, msg, "process");
     else
-        jx_respond(req, 201, proc_brief_json(p));
+        api_respond_json(req, 201, proc_brief_json(p));
 }
 
 void api_process_start(struct app *app, http_req *req, const route_params *rp)
@@ -59,7 +60,7 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     sandbox *sb = api_sandbox_lookup(req, rp);
     if (!sb)
         return;
-    json_t *body = jx_body(req, false);
+    json_t *body = api_body(req, false);
     if (!body)
         return;
     struct cmd_request cmd;
@@ -94,7 +95,7 @@ void api_process_list(struct app *app, http_req *req, const route_params *rp)
     sandbox *sb = api_sandbox_lookup(req, rp);
     if (!sb)
         return;
-    jx_respond(req, 200, json_pack("{s:o}", "processes", proc_list_json(sb)));
+    api_respond_json(req, 200, json_pack("{s:o}", "processes", proc_list_json(sb)));
 }
 
 void api_process_get(struct app *app, http_req *req, const route_params *rp)
@@ -102,7 +103,7 @@ void api_process_get(struct app *app, http_req *req, const route_params *rp)
     (void)app;
     proc *p = lookup(req, rp, NULL);
     if (p)
-        jx_respond(req, 200, proc_json(p));
+        api_respond_json(req, 200, proc_json(p));
 }
 
 static void deleted(void *arg, const proc *p)
@@ -110,7 +111,7 @@ static void deleted(void *arg, const proc *p)
     json_t *j = proc_json(p);
     if (j)
         json_object_set_new(j, "deleted", json_true());
-    jx_respond(arg, 200, j);
+    api_respond_json(arg, 200, j);
 }
 
 static void waiter_abort(http_req *req, void *arg)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_json.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
@@ -27,7 +28,7 @@ static void created(sandbox *s, const char *id, int rc, const char *err, void *a
     }
     if (status == 201)
         log_info("sandbox %s created", id);
-    jx_respond(req, status, sbx_to_json(s));
+    api_respond_json(req, status, sbx_to_json(s));
 }
 
 static void on_created(sandbox *s, const char *id, int rc, const char *err, void *arg)
@@ -47,7 +48,7 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
     char err[JX_ERR];
     sandbox *s = sbx_find(id);
     if (s && get_or_create) {
-        jx_respond(req, 200, sbx_to_json(s));
+        api_respond_json(req, 200, sbx_to_json(s));
         return;
     }
     if (get_or_create) {
@@ -61,7 +62,7 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
             return;
         }
     }
-    json_t *body = jx_body(req, true);
+    json_t *body = api_body(req, true);
     if (!body)
         return;
     struct sbx_limits lim;
@@ -140,7 +141,7 @@ void api_sandbox_get(struct app *app, http_req *req, const route_params *p)
     (void)app;
     sandbox *s = api_sandbox_lookup(req, p);
     if (s)
-        jx_respond(req, 200, sbx_to_json(s));
+        api_respond_json(req, 200, sbx_to_json(s));
 }
 
 void api_sandbox_list(struct app *app, http_req *req, const route_params *p)
@@ -150,7 +151,7 @@ void api_sandbox_list(struct app *app, http_req *req, const route_params *p)
     json_t *arr = json_array();
     for (sandbox *s = sbx_first(); s; s = s->lnext)
         json_array_append_new(arr, sbx_to_json(s));
-    jx_respond(req, 200, json_pack("{s:o}", "sandboxes", arr));
+    api_respond_json(req, 200, json_pack("{s:o}", "sandboxes", arr));
 }
 
 static void deleted(void *arg)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "api_json.h"
 #include "jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int status;
     const char *code;
     char err[JX_ERR];
-    json_t *j = jx_parse_object(&r, true, &status, &code, err, sizeof err);
+    json_t *j = api_parse_body(&r, true, &status, &code, err, sizeof err);
     if (j) {
         const char *s;
         uint64_t u;

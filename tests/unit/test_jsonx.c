@@ -5,6 +5,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "api_json.h"
 #include "jsonx.h"
 
 static json_t *parse(const char *body, const char *ctype, int *status, const char **code,
@@ -15,7 +16,7 @@ static json_t *parse(const char *body, const char *ctype, int *status, const cha
     buf_init(&r.body, 1 << 20);
     buf_append(&r.body, body, strlen(body));
     snprintf(r.content_type, sizeof r.content_type, "%s", ctype);
-    json_t *j = jx_parse_object(&r, true, status, code, err, JX_ERR);
+    json_t *j = api_parse_body(&r, true, status, code, err, JX_ERR);
     buf_free(&r.body);
     return j;
 }
