@@ -44,6 +44,9 @@ struct init_cfg {
 };
 
 /* Build the sandbox root and pivot into it. err gets a sentence on failure. 0 / -errno. */
+/* Write s to path (a /proc or cgroup file: one write). 0 or -errno. (init_main.c) */
+int init_write_file(const char *path, const char *s);
+
 int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen);
 
 /* The --make-runtimes mode: make the tmpfs, copy, send its fd on INIT_CTL_FD. Exit code. */

@@ -125,7 +125,8 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
     }
 }
 
-static int write_file(const char *path, const char *s)
+/* Write s to path (a /proc or cgroup file: one write). 0 or -errno. */
+int init_write_file(const char *path, const char *s)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -142,7 +143,7 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
     int rc;
     if (cfg->rootless) {
         snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
-        if ((rc = write_file(path, "deny")))
+        if ((rc = init_write_file(path, "deny")))
             return rc;
         snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_UID, (unsigned)getuid());
     } else {
@@ -150,7 +151,7 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
                  INIT_USER_UID, (unsigned)cfg->host_user_uid);
     }
     snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
-    if ((rc = write_file(path, map)))
+    if ((rc = init_write_file(path, map)))
         return rc;
     if (cfg->rootless)
         snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_GID, (unsigned)getgid());
@@ -158,7 +159,7 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
         snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_gid,
                  INIT_USER_GID, (unsigned)cfg->host_user_gid);
     snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
-    return write_file(path, map);
+    return init_write_file(path, map);
 }
 
 /* Non-root mode: keep a descriptor of each of the inner's namespaces at
@@ -213,7 +214,7 @@ static int protect_inner(pid_t pid)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/oom_adj", (int)pid);
-    return write_file(path, "-17");
+    return init_write_file(path, "-17");
 }
 
 /* Open the usage and limit files of the memory cgroup among the ones we joined (v1:
@@ -368,7 +369,7 @@ static int join_cgroups(const struct init_cfg *cfg)
     char pidstr[24];
     snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
     for (int i = 0; i < cfg->ncg; i++) {
-        int rc = write_file(cfg->cgroup_procs[i], pidstr);
+        int rc = init_write_file(cfg->cgroup_procs[i], pidstr);
         if (rc) {
             send_fail(rc, "init: could not join the sandbox cgroup");
             return -1;
@@ -420,7 +421,7 @@ static void outer_after_clone(struct init_cfg *cfg, pid_t pid)
      * -17 instead, see protect_inner). Both need CAP_SYS_RESOURCE: where root lacks it,
      * what keeps us and the inner alive is that every sandbox process scores higher. */
     if (!cfg->rootless) {
-        (void)write_file("/proc/self/oom_score_adj", "-1000");
+        (void)init_write_file("/proc/self/oom_score_adj", "-1000");
         (void)protect_inner(pid);
     }
 }

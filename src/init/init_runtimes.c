@@ -42,17 +42,6 @@
 
 #define COPY_DEPTH_MAX 32
 
-static int write_all(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(s);
-    int rc = write(fd, s, len) == (ssize_t)len ? 0 : -errno;
-    close(fd);
-    return rc;
-}
-
 /* Not root: a user namespace of our own, where we are root, and a mount namespace owned
  * by it (fsopen needs CAP_SYS_ADMIN over the mount namespace's owner). */
 static int own_namespaces(void)
@@ -62,13 +51,13 @@ static int own_namespaces(void)
     gid_t gid = getgid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
         return -errno;
-    int rc = write_all("/proc/self/setgroups", "deny");
+    int rc = init_write_file("/proc/self/setgroups", "deny");
     snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
     if (!rc)
-        rc = write_all("/proc/self/uid_map", map);
+        rc = init_write_file("/proc/self/uid_map", map);
     snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
     if (!rc)
-        rc = write_all("/proc/self/gid_map", map);
+        rc = init_write_file("/proc/self/gid_map", map);
     return rc;
 }
 
