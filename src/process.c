@@ -466,6 +466,12 @@ static void on_sandbox_destroy(sandbox *sb)
     sb->processes = NULL;
 }
 
+void proc_init(void)
+{
+    sbx_on_destroy(on_sandbox_destroy);
+    hook_registered = true;
+}
+
 static struct proc_set *proc_set_of(sandbox *sb)
 {
     if (!sb->processes)

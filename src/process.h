@@ -22,6 +22,9 @@
 
 #include "api.h"
 
+/* Daemon start-up: registers the sandbox destroy hook (main.c's module table). */
+void proc_init(void);
+
 void api_process_start(struct app *app, http_req *req, const route_params *p);
 void api_process_list(struct app *app, http_req *req, const route_params *p);
 void api_process_get(struct app *app, http_req *req, const route_params *p);

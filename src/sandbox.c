@@ -13,6 +13,7 @@
 #include "stamp.h"
 #include "sandbox.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static const struct config *cfg;
 static sandbox *buckets[NBUCKETS];
 static sandbox *list_head, *list_tail;
 static unsigned count;
-static void (*destroy_hooks[4])(sandbox *s);
+#define MAX_HOOKS 8          /* one per module that keeps things in a sandbox */
+static void (*destroy_hooks[MAX_HOOKS])(sandbox *s);
 static unsigned nhooks;
 
 /* A request waiting for a creation under way. */
@@ -304,10 +306,16 @@ int sbx_join(const char *id, sbx_created_cb cb, void *arg)
     return 0;
 }
 
-void sbx_on_destroy(void (*hook)(sandbox *s))
+int sbx_on_destroy(void (*hook)(sandbox *s))
 {
-    if (nhooks < sizeof destroy_hooks / sizeof destroy_hooks[0])
-        destroy_hooks[nhooks++] = hook;
+    if (nhooks >= MAX_HOOKS) {
+        /* a programming error (one hook per module, registered at start-up) */
+        log_error("sbx_on_destroy: more than %d destroy hooks", MAX_HOOKS);
+        assert(!"too many sandbox destroy hooks: raise MAX_HOOKS");
+        return -ENOSPC;
+    }
+    destroy_hooks[nhooks++] = hook;
+    return 0;
 }
 
 static void unregister(sandbox *s)
