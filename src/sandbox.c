@@ -184,6 +184,7 @@ static struct creation *creation_find(const char *id)
 
 static void registry_add(sandbox *s)
 {
+    assert(!sbx_find(s->id));   /* ids are unique: sbx_create reserved this one */
     unsigned h = hash(s->id);
     s->hnext = buckets[h];
     buckets[h] = s;
@@ -200,11 +201,15 @@ static void registry_add(sandbox *s)
 static void jail_ready(jail *j, int rc, const char *msg, void *arg)
 {
     struct creation *c = arg;
+    bool listed = false;
     for (struct creation **pp = &creations; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
+            listed = true;
             break;
         }
+    assert(listed && ncreating > 0);   /* the jail answers each creation exactly once */
+    (void)listed;
     ncreating--;
     sandbox *s = c->s;
     char id[SBX_ID_MAX + 1];
@@ -323,6 +328,7 @@ static void unregister(sandbox *s)
     sandbox **pp = &buckets[hash(s->id)];
     while (*pp && *pp != s)
         pp = &(*pp)->hnext;
+    assert(*pp == s && count > 0);   /* only registered sandboxes are unregistered */
     if (*pp)
         *pp = s->hnext;
     if (s->lprev)
@@ -383,6 +389,7 @@ struct destroy_all {
 static void one_destroyed(void *arg)
 {
     struct destroy_all *d = arg;
+    assert(d->left > 0);   /* one call per sandbox counted */
     if (--d->left == 0) {
         if (d->done)
             d->done(d->arg);
