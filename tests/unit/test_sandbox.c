@@ -95,7 +95,7 @@ static void found_only_when_ready(void **state)
     assert_int_equal(create("a1", 1), 0);
     assert_null(sbx_find("a1"));
     assert_int_equal(sbx_count(), 0);
-    assert_int_equal(noutcomes, 0);                 /* never from inside sbx_create */
+    assert_int_equal(noutcomes, 0); /* never from inside sbx_create */
     fake_jail_ready(0, 0, NULL);
     assert_int_equal(noutcomes, 1);
     assert_int_equal(outcomes[0].rc, 0);
@@ -104,7 +104,7 @@ static void found_only_when_ready(void **state)
     assert_ptr_equal(sbx_find("a1"), outcomes[0].s);
     assert_ptr_equal(sbx_first(), outcomes[0].s);
     assert_int_equal(sbx_count(), 1);
-    assert_int_equal(create("a1", 2), -EEXIST);    /* live */
+    assert_int_equal(create("a1", 2), -EEXIST); /* live */
 }
 
 static void limits_reach_the_jail(void **state)
@@ -126,19 +126,19 @@ static void joiners_get_the_creators_outcome_in_order(void **state)
 {
     (void)state;
     assert_int_equal(create("j1", 1), 0);
-    assert_int_equal(create("j1", 9), -EEXIST);    /* being created */
+    assert_int_equal(create("j1", 9), -EEXIST); /* being created */
     assert_int_equal(sbx_join("j1", on_created, (void *)2), 0);
     assert_int_equal(sbx_join("j1", on_created, (void *)3), 0);
     assert_int_equal(sbx_join("nope", on_created, (void *)4), -ENOENT);
-    assert_int_equal(fake_jail.creates, 1);          /* created once */
+    assert_int_equal(fake_jail.creates, 1); /* created once */
     fake_jail_ready(0, 0, NULL);
     assert_int_equal(noutcomes, 3);
     for (unsigned i = 0; i < 3; i++) {
-        assert_int_equal(outcomes[i].who, (int)i + 1);   /* creator, then arrival order */
+        assert_int_equal(outcomes[i].who, (int)i + 1); /* creator, then arrival order */
         assert_int_equal(outcomes[i].rc, 0);
         assert_ptr_equal(outcomes[i].s, outcomes[0].s);
     }
-    assert_int_equal(sbx_join("j1", on_created, (void *)5), -ENOENT);   /* ready: no creation */
+    assert_int_equal(sbx_join("j1", on_created, (void *)5), -ENOENT); /* ready: no creation */
 }
 
 static void join_is_capped(void **state)
@@ -167,7 +167,7 @@ static void failed_creation_frees_the_id(void **state)
     }
     assert_null(sbx_find("f1"));
     assert_int_equal(sbx_count(), 0);
-    assert_int_equal(create("f1", 3), 0);          /* the id is free again */
+    assert_int_equal(create("f1", 3), 0); /* the id is free again */
 }
 
 static void jail_refusal_is_returned_not_called_back(void **state)
@@ -178,7 +178,7 @@ static void jail_refusal_is_returned_not_called_back(void **state)
     fake_jail.create_rc = 0;
     assert_int_equal(noutcomes, 0);
     assert_int_equal(fake_jail_pending_creates(), 0);
-    assert_int_equal(create("r1", 2), 0);          /* nothing was reserved */
+    assert_int_equal(create("r1", 2), 0); /* nothing was reserved */
 }
 
 static void max_sandboxes_counts_creations(void **state)
@@ -190,7 +190,7 @@ static void max_sandboxes_counts_creations(void **state)
     assert_int_equal(create("m2", 2), 0);
     assert_int_equal(create("m3", 3), 0);
     assert_int_equal(create("m4", 4), -EMFILE);
-    fake_jail_ready(0, -EIO, "failed");          /* m2 fails: room for one again */
+    fake_jail_ready(0, -EIO, "failed"); /* m2 fails: room for one again */
     assert_int_equal(create("m4", 4), 0);
 }
 
@@ -205,18 +205,18 @@ static void destroy_unregisters_at_once_done_later(void **state)
     assert_non_null(d1);
     hook_calls = 0;
     sbx_destroy(d1, on_done, NULL);
-    assert_int_equal(hook_calls, 1);               /* the hook ran, before anything else */
+    assert_int_equal(hook_calls, 1); /* the hook ran, before anything else */
     assert_ptr_equal(hook_last, d1);
-    assert_int_equal(hook_found_during, 0);        /* already unregistered */
+    assert_int_equal(hook_found_during, 0); /* already unregistered */
     assert_null(sbx_find("d1"));
     assert_int_equal(sbx_count(), 1);
     assert_string_equal(sbx_first()->id, "d2");
-    sbx_destroy(d1, on_done, NULL);                /* a second destroy is ignored */
+    sbx_destroy(d1, on_done, NULL); /* a second destroy is ignored */
     assert_int_equal(fake_jail.destroys, 1);
     assert_int_equal(done_calls, 0);
     fake_jail_destroyed();
     assert_int_equal(done_calls, 1);
-    assert_int_equal(create("d1", 3), 0);          /* the id is free */
+    assert_int_equal(create("d1", 3), 0); /* the id is free */
 }
 
 static void destroy_all_reports_once(void **state)
@@ -235,7 +235,7 @@ static void destroy_all_reports_once(void **state)
     assert_int_equal(done_calls, 0);
     fake_jail_destroyed();
     assert_int_equal(done_calls, 1);
-    sbx_destroy_all(on_done, NULL);                /* nothing left: done at once */
+    sbx_destroy_all(on_done, NULL); /* nothing left: done at once */
     assert_int_equal(done_calls, 2);
 }
 
@@ -245,15 +245,15 @@ static void list_keeps_creation_order(void **state)
     const char *ids[] = { "o1", "o2", "o3" };
     for (int i = 0; i < 3; i++)
         assert_int_equal(create(ids[i], i), 0);
-    fake_jail_ready(2, 0, NULL);                   /* ready out of order: o3, o1, o2 */
+    fake_jail_ready(2, 0, NULL); /* ready out of order: o3, o1, o2 */
     fake_jail_ready(0, 0, NULL);
     fake_jail_ready(0, 0, NULL);
-    const char *want[] = { "o3", "o1", "o2" };     /* the list is in order of readiness */
+    const char *want[] = { "o3", "o1", "o2" }; /* the list is in order of readiness */
     unsigned i = 0;
     for (sandbox *s = sbx_first(); s; s = s->lnext, i++)
         assert_string_equal(s->id, want[i]);
     assert_int_equal(i, 3);
-    sbx_destroy(sbx_find("o1"), NULL, NULL);       /* unlink from the middle */
+    sbx_destroy(sbx_find("o1"), NULL, NULL); /* unlink from the middle */
     assert_string_equal(sbx_first()->id, "o3");
     assert_string_equal(sbx_first()->lnext->id, "o2");
     assert_null(sbx_first()->lnext->lnext);
