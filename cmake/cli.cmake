@@ -22,15 +22,15 @@ if(NOT TARGET PkgConfig::CURL OR NOT TARGET PkgConfig::JANSSON)
 endif()
 
 # The parts without a network: the SSE parser, base64, the REPL's input rule, and the
-# shared capped buffer from the daemon (src/buf.c). Linked by sbx and by the unit test.
+# shared capped buffer from the daemon (src/buf.c, in sbxbase). Linked by sbx and by the
+# unit test.
 add_library(sbxcli_parse STATIC
   ${CLI_ROOT}/clients/cli/sse_parse.c
   ${CLI_ROOT}/clients/cli/b64.c
-  ${CLI_ROOT}/clients/cli/repl_input.c
-  ${CLI_ROOT}/src/buf.c
-  ${CLI_ROOT}/src/budget.c)
-target_include_directories(sbxcli_parse PUBLIC ${CLI_ROOT}/clients/cli ${CLI_ROOT}/src)
+  ${CLI_ROOT}/clients/cli/repl_input.c)
+target_include_directories(sbxcli_parse PUBLIC ${CLI_ROOT}/clients/cli)
 target_compile_options(sbxcli_parse PRIVATE ${SBX_WARNINGS})
+target_link_libraries(sbxcli_parse PUBLIC sbxbase)
 
 add_executable(sbx
   ${CLI_ROOT}/clients/cli/main.c

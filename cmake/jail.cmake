@@ -67,10 +67,9 @@ set_target_properties(jail-smoke PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 
 enable_testing()
 if(TARGET PkgConfig::CMOCKA)
-  add_executable(test_cgroup ${JAIL_ROOT}/tests/unit/test_cgroup.c ${JAIL_ROOT}/src/cgroup.c)
-  target_include_directories(test_cgroup PRIVATE ${JAIL_ROOT}/src)
+  add_executable(test_cgroup ${JAIL_ROOT}/tests/unit/test_cgroup.c)
   target_compile_options(test_cgroup PRIVATE ${SBX_WARNINGS})
-  target_link_libraries(test_cgroup PRIVATE PkgConfig::CMOCKA)
+  target_link_libraries(test_cgroup PRIVATE jail PkgConfig::CMOCKA)
   add_test(NAME test_cgroup COMMAND test_cgroup)
 
   add_executable(test_seccomp ${JAIL_ROOT}/tests/unit/test_seccomp.c)

@@ -10,6 +10,7 @@
  */
 #include "budget.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -42,7 +43,10 @@ budget *budget_ref(budget *b)
 
 void budget_unref(budget *b)
 {
-    if (!b || --b->refs > 0)
+    if (!b)
+        return;
+    assert(b->refs > 0);   /* a reference is dropped once */
+    if (--b->refs > 0)
         return;
     for (budget_waiter *w = b->waiters; w; w = w->next)
         w->queued = false;
@@ -102,6 +106,7 @@ void budget_release(budget *b, size_t n)
         return;
     if (n > b->used)
         n = (size_t)b->used;     /* never below zero, even after a caller's mistake */
+    assert(total_used >= n);     /* the total is the sum of every live budget's used */
     b->used -= n;
     total_used -= n;
     if (b->pass || !b->waiters)

@@ -6,6 +6,7 @@
 
 #include "budget.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +73,7 @@ static int buf_reserve(buf *b, size_t n)
     }
     b->data = p;
     b->alloc = a;
+    assert(need <= b->alloc && b->alloc <= b->cap + 1);   /* room, and never past the cap */
     return 0;
 }
 

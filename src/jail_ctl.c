@@ -21,6 +21,7 @@
 #endif
 #include "jail_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -147,6 +148,8 @@ static int ctl_kill(jail *j, pid_t pid, int sig, bool adopted)
 
 static void req_unlink(jail *j, jail_req *r)
 {
+    assert(r->prev ? r->prev->next == r : j->reqs == r);   /* r is on j's list */
+    assert(r->abandoned || j->nreqs > 0);
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -190,6 +193,7 @@ static void req_arm(jail *j)
 static void req_abandon(jail *j, jail_req *r)
 {
     if (!r->abandoned) {
+        assert(j->nreqs > 0);   /* nreqs counts the requests someone waits for */
         r->abandoned = true;
         j->nreqs--;
     }

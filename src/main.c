@@ -31,21 +31,16 @@ static struct app app;
 static uv_signal_t sig_term, sig_int;
 static bool stopping;
 
-static void sandboxes_gone(void *arg)
+/* Paths of the helper programs and data next to this executable, set before the modules
+ * start. */
+static char bindir[512], init_path[600], runtimes[600], mpl_dir[600];
+
+static void shutdown_modules(void (*last)(void));
+
+static void signals_close(void)
 {
-    (void)arg;
-    zyg_stop();
-    jail_global_shutdown();
-    reap_stop();
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
-}
-
-/* Connections are closed (requests in flight aborted): now end every sandbox. */
-static void server_stopped(void *arg)
-{
-    (void)arg;
-    sbx_destroy_all(sandboxes_gone, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -57,7 +52,7 @@ static void on_signal(uv_signal_t *h, int signum)
     }
     stopping = true;
     log_info("%s: shutting down", strsignal(signum));
-    http_server_stop(app.server, server_stopped, NULL);
+    shutdown_modules(signals_close);
 }
 
 /* mkdir -p for the state directory, private to the daemon. */
@@ -148,6 +143,257 @@ static int exe_dir(char *out, size_t n)
     return 0;
 }
 
+/*
+ * The modules, one row each, in start-up order (nginx's module table): init runs in this
+ * order once the configuration is read; a failing init stops the daemon with a message
+ * naming the module. On SIGTERM/SIGINT the shutdown hooks run in the reverse order, each
+ * after the one before it has finished (some finish later, on the loop). Rows with
+ * "(optional)" log a failure and go on: the daemon then serves without that part.
+ *
+ * Why this order: the reaper watches SIGCHLD before anything forks, and still reaps
+ * while the jail layer ends what is left at shutdown; the zygote is spawned after
+ * jail_global_init (the daemon must already be a subreaper) and stopped only once every
+ * sandbox (and so every context) is gone; the HTTP server starts last, once every route
+ * has what it needs, and stops first, aborting requests in flight.
+ */
+struct module {
+    const char *name;
+    int (*init)(uv_loop_t *loop, char *err, size_t errlen);   /* 0, or -1/-errno + err */
+    void (*shutdown)(void (*done)(void));   /* NULL: nothing to do; calls done once */
+};
+
+/* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
+static int reaper_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    const struct reap_hooks rh = { .known = jail_for_each_owned, .settling = children_settling };
+    int rc = reap_start(loop, &rh);
+    if (rc)   /* (optional) */
+        log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
+    return 0;
+}
+
+static void reaper_shutdown(void (*done)(void))
+{
+    reap_stop();
+    done();
+}
+
+static int jail_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    struct jail_global jg = {
+        .state_dir = cfg.state_dir,
+        .init_path = init_path,
+        .runtimes_dir = runtimes,
+        .mpl_cache_dir = mpl_dir,
+        .runtimes_bytes = cfg.runtimes_tmpfs_mb << 20,
+        .host_uid_base = (uid_t)cfg.host_uid_base,
+        .max_sandboxes = (unsigned)cfg.max_sandboxes,
+        .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,
+        .reply_timeout_ms = (unsigned)cfg.init_reply_timeout_ms,
+        .max_pending = (unsigned)cfg.max_pending_spawns,
+        .spawn_reserve = cfg.spawn_reserve_kb << 10,
+    };
+    char why[400];
+    int rc = jail_global_init(loop, &jg, why, sizeof why);
+    if (rc)
+        snprintf(err, errlen, "cannot set up sandboxing: %s", why);
+    return rc;
+}
+
+static void jail_shutdown(void (*done)(void))
+{
+    jail_global_shutdown();
+    done();
+}
+
+/* Python contexts (optional): the zygote. */
+static int zygote_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    char zygote_path[600], ipython_dir[600];
+    snprintf(zygote_path, sizeof zygote_path, "%s/sandboxd-zygote", bindir);
+    snprintf(ipython_dir, sizeof ipython_dir, "%s/ipython", cfg.state_dir);
+    struct zyg_config zc = {
+        .zygote_path = zygote_path,
+        .runtimes_dir = runtimes,
+        .mpl_cache = mpl_dir,
+        .ipython_dir = ipython_dir,
+        .preload = cfg.python_preload,
+    };
+    if (zyg_start(loop, &zc, err, errlen))
+        log_error("Python contexts are unavailable: %s", err);
+    return 0;
+}
+
+static void zygote_shutdown(void (*done)(void))
+{
+    zyg_stop();
+    done();
+}
+
+static int sandbox_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)loop, (void)err, (void)errlen;
+    sbx_init(&cfg);
+    return 0;
+}
+
+static void (*sandboxes_done)(void);
+
+static void sandboxes_gone(void *arg)
+{
+    (void)arg;
+    sandboxes_done();
+}
+
+/* Every sandbox ends (and with it every command, context and process). */
+static void sandbox_shutdown(void (*done)(void))
+{
+    sandboxes_done = done;
+    sbx_destroy_all(sandboxes_gone, NULL);
+}
+
+static int metrics_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)loop, (void)err, (void)errlen;
+    metrics_gauge("sandboxd_http_connections_shed_total",
+                  "Idle client connections closed to make room for new ones (a full table).",
+                  gauge_shed);
+    metrics_gauge("sandboxd_stray_children_reaped_total",
+                  "Children of the daemon that no sandbox owned, reaped by it.", gauge_strays);
+    metrics_gauge("sandboxd_sandboxes", "Sandboxes alive.", gauge_sandboxes);
+    metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
+    metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
+                  gauge_zygote);
+    metrics_gauge("sandboxd_sandbox_buffer_bytes", "Bytes the daemon holds for sandboxes "
+                  "(charged to their --sandbox-buffer-bytes budgets).", budget_total_used);
+    metrics_gauge("sandboxd_sandbox_buffer_refusals", "Charges refused and waits for room "
+                  "on sandbox buffer budgets since start (a count that only grows).",
+                  budget_total_refusals);
+    return 0;
+}
+
+static int api_module_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    api_init(&app, loop, &cfg);
+    snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
+    return 0;
+}
+
+static int ctx_module_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)loop, (void)err, (void)errlen;
+    ctx_init(uv_default_loop(), &cfg);
+    return 0;
+}
+
+static int proc_module_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)loop, (void)err, (void)errlen;
+    proc_init(&cfg);
+    return 0;
+}
+
+/* Answer health and context requests only once Node's availability is known (at most
+ * 5 s: then Node counts as missing). */
+static int node_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    api_probe_node(&app);
+    for (uint64_t t0 = uv_hrtime(); !app.node_probed && uv_hrtime() - t0 < 5000000000ULL;)
+        uv_run(loop, UV_RUN_ONCE);
+    return 0;
+}
+
+static int http_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    struct http_limits lim = {
+        .max_header_bytes = cfg.max_header_bytes,
+        .max_body_bytes = cfg.max_body_bytes,
+        .header_timeout_ms = cfg.header_timeout_ms,
+        .idle_timeout_ms = cfg.idle_timeout_ms,
+        .max_connections = cfg.max_connections,
+        .stream_buffer_bytes = cfg.stream_buffer_bytes,
+        .first_request_timeout_ms = cfg.first_request_timeout_ms,
+    };
+    int rc = http_server_start(&app.server, loop, cfg.host, cfg.port, &lim, api_dispatch, &app,
+                               err, errlen);
+    if (rc)
+        return rc;
+    http_server_set_body_hook(app.server, api_stream_body);   /* file uploads stream */
+    return 0;
+}
+
+static void (*server_done)(void);
+
+static void server_stopped(void *arg)
+{
+    (void)arg;
+    server_done();
+}
+
+/* Connections are closed, requests in flight aborted. */
+static void http_shutdown(void (*done)(void))
+{
+    server_done = done;
+    http_server_stop(app.server, server_stopped, NULL);
+}
+
+static const struct module MODULES[] = {
+    { "reaper", reaper_init, reaper_shutdown },
+    { "jail", jail_init, jail_shutdown },
+    { "zygote", zygote_init, zygote_shutdown },
+    { "sandbox", sandbox_init, sandbox_shutdown },
+    { "metrics", metrics_init, NULL },
+    { "api", api_module_init, NULL },
+    { "ctx_init", ctx_module_init, NULL },
+    { "proc_init", proc_module_init, NULL },
+    { "node", node_init, NULL },
+    { "http", http_init, http_shutdown },
+};
+#define NMODULES (sizeof MODULES / sizeof MODULES[0])
+
+static size_t nstarted;                 /* modules whose init succeeded */
+static void (*after_shutdown)(void);
+
+/* Start every module in order; 0, or -1 when one failed (message printed). */
+static int start_modules(uv_loop_t *loop)
+{
+    char err[512];
+    for (size_t i = 0; i < NMODULES; i++) {
+        err[0] = '\0';
+        if (MODULES[i].init(loop, err, sizeof err)) {
+            fprintf(stderr, "sandboxd: %s (module %s)\n", err[0] ? err : "cannot start",
+                    MODULES[i].name);
+            return -1;
+        }
+        nstarted = i + 1;
+    }
+    return 0;
+}
+
+/* The next shutdown hook down the table; each asynchronous one calls us back. */
+static void shutdown_next(void)
+{
+    while (nstarted > 0) {
+        const struct module *m = &MODULES[--nstarted];
+        if (m->shutdown) {
+            m->shutdown(shutdown_next);
+            return;
+        }
+    }
+    if (after_shutdown)
+        after_shutdown();
+}
+
+/* Shut every started module down in reverse order; then last() runs. */
+static void shutdown_modules(void (*last)(void))
+{
+    after_shutdown = last;
+    shutdown_next();
+}
+
 int main(int argc, char **argv)
 {
     char err[512];
@@ -168,9 +414,6 @@ int main(int argc, char **argv)
                 strerror(-rc));
         return 1;
     }
-
-    uv_loop_t *loop = uv_default_loop();
-    char bindir[512], init_path[600], runtimes[600];
     if (exe_dir(bindir, sizeof bindir)) {
         fprintf(stderr, "sandboxd: cannot find its own directory\n");
         return 1;
@@ -178,83 +421,11 @@ int main(int argc, char **argv)
     snprintf(init_path, sizeof init_path, "%s/sandboxd-init", bindir);
     snprintf(runtimes, sizeof runtimes, "%s",
              cfg.runtimes_dir[0] ? cfg.runtimes_dir : SANDBOXD_SOURCE_DIR "/runtimes");
-    char mpl_dir[600];
     snprintf(mpl_dir, sizeof mpl_dir, "%s/mpl-cache", bindir);
-    struct jail_global jg = {
-        .state_dir = cfg.state_dir,
-        .init_path = init_path,
-        .runtimes_dir = runtimes,
-        .mpl_cache_dir = mpl_dir,
-        .runtimes_bytes = cfg.runtimes_tmpfs_mb << 20,
-        .host_uid_base = (uid_t)cfg.host_uid_base,
-        .max_sandboxes = (unsigned)cfg.max_sandboxes,
-        .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,
-        .reply_timeout_ms = (unsigned)cfg.init_reply_timeout_ms,
-        .max_pending = (unsigned)cfg.max_pending_spawns,
-        .spawn_reserve = cfg.spawn_reserve_kb << 10,
-    };
-    if ((rc = jail_global_init(loop, &jg, err, sizeof err))) {
-        fprintf(stderr, "sandboxd: cannot set up sandboxing: %s\n", err);
-        return 1;
-    }
-    /* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
-    const struct reap_hooks rh = { .known = jail_for_each_owned, .settling = children_settling };
-    if ((rc = reap_start(loop, &rh)))
-        log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
-    sbx_init(&cfg);
-    metrics_gauge("sandboxd_http_connections_shed_total",
-                  "Idle client connections closed to make room for new ones (a full table).",
-                  gauge_shed);
-    metrics_gauge("sandboxd_stray_children_reaped_total",
-                  "Children of the daemon that no sandbox owned, reaped by it.", gauge_strays);
-    metrics_gauge("sandboxd_sandboxes", "Sandboxes alive.", gauge_sandboxes);
-    metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
-    metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
-                  gauge_zygote);
-    metrics_gauge("sandboxd_sandbox_buffer_bytes", "Bytes the daemon holds for sandboxes "
-                  "(charged to their --sandbox-buffer-bytes budgets).", budget_total_used);
-    metrics_gauge("sandboxd_sandbox_buffer_refusals", "Charges refused and waits for room "
-                  "on sandbox buffer budgets since start (a count that only grows).",
-                  budget_total_refusals);
-    api_init(&app, loop, &cfg);
-    ctx_init(loop, &cfg);
-    proc_init(&cfg);
-    snprintf(app.runtimes_dir, sizeof app.runtimes_dir, "%s", runtimes);
 
-    /* Python contexts: the zygote (after jail_global_init: it must be our subreaper child) */
-    char zygote_path[600], mpl_cache[600], ipython_dir[600];
-    snprintf(zygote_path, sizeof zygote_path, "%s/sandboxd-zygote", bindir);
-    snprintf(mpl_cache, sizeof mpl_cache, "%s/mpl-cache", bindir);
-    snprintf(ipython_dir, sizeof ipython_dir, "%s/ipython", cfg.state_dir);
-    struct zyg_config zc = {
-        .zygote_path = zygote_path,
-        .runtimes_dir = runtimes,
-        .mpl_cache = mpl_cache,
-        .ipython_dir = ipython_dir,
-        .preload = cfg.python_preload,
-    };
-    if ((rc = zyg_start(loop, &zc, err, sizeof err)))
-        log_error("Python contexts are unavailable: %s", err);
-    api_probe_node(&app);
-    /* answer health and context requests only once Node's availability is known */
-    for (uint64_t t0 = uv_hrtime(); !app.node_probed && uv_hrtime() - t0 < 5000000000ULL;)
-        uv_run(loop, UV_RUN_ONCE);
-    struct http_limits lim = {
-        .max_header_bytes = cfg.max_header_bytes,
-        .max_body_bytes = cfg.max_body_bytes,
-        .header_timeout_ms = cfg.header_timeout_ms,
-        .idle_timeout_ms = cfg.idle_timeout_ms,
-        .max_connections = cfg.max_connections,
-        .stream_buffer_bytes = cfg.stream_buffer_bytes,
-        .first_request_timeout_ms = cfg.first_request_timeout_ms,
-    };
-    rc = http_server_start(&app.server, loop, cfg.host, cfg.port, &lim, api_dispatch, &app,
-                           err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "sandboxd: %s\n", err);
+    uv_loop_t *loop = uv_default_loop();
+    if (start_modules(loop))
         return 1;
-    }
-    http_server_set_body_hook(app.server, api_stream_body);   /* file uploads stream */
     uv_signal_init(loop, &sig_term);
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);

@@ -4,6 +4,7 @@
  */
 #include "metrics.h"
 
+#include <assert.h>
 #include <string.h>
 
 #define MAX_SERIES 256
@@ -68,6 +69,7 @@ void metrics_connection(int delta)
 
 void metrics_gauge(const char *name, const char *help, uint64_t (*read)(void))
 {
+    assert(ngauges < MAX_GAUGES);   /* a fixed set, registered at start-up: raise MAX_GAUGES */
     if (ngauges < MAX_GAUGES)
         gauges[ngauges++] = (struct gauge){ name, help, read };
 }

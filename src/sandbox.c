@@ -13,6 +13,7 @@
 #include "stamp.h"
 #include "sandbox.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static const struct config *cfg;
 static sandbox *buckets[NBUCKETS];
 static sandbox *list_head, *list_tail;
 static unsigned count;
-static void (*destroy_hooks[4])(sandbox *s);
+#define MAX_HOOKS 8          /* one per module that keeps things in a sandbox */
+static void (*destroy_hooks[MAX_HOOKS])(sandbox *s);
 static unsigned nhooks;
 
 /* A request waiting for a creation under way. */
@@ -182,6 +184,7 @@ static struct creation *creation_find(const char *id)
 
 static void registry_add(sandbox *s)
 {
+    assert(!sbx_find(s->id));   /* ids are unique: sbx_create reserved this one */
     unsigned h = hash(s->id);
     s->hnext = buckets[h];
     buckets[h] = s;
@@ -198,11 +201,15 @@ static void registry_add(sandbox *s)
 static void jail_ready(jail *j, int rc, const char *msg, void *arg)
 {
     struct creation *c = arg;
+    bool listed = false;
     for (struct creation **pp = &creations; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
+            listed = true;
             break;
         }
+    assert(listed && ncreating > 0);   /* the jail answers each creation exactly once */
+    (void)listed;
     ncreating--;
     sandbox *s = c->s;
     char id[SBX_ID_MAX + 1];
@@ -304,10 +311,16 @@ int sbx_join(const char *id, sbx_created_cb cb, void *arg)
     return 0;
 }
 
-void sbx_on_destroy(void (*hook)(sandbox *s))
+int sbx_on_destroy(void (*hook)(sandbox *s))
 {
-    if (nhooks < sizeof destroy_hooks / sizeof destroy_hooks[0])
-        destroy_hooks[nhooks++] = hook;
+    if (nhooks >= MAX_HOOKS) {
+        /* a programming error (one hook per module, registered at start-up) */
+        log_error("sbx_on_destroy: more than %d destroy hooks", MAX_HOOKS);
+        assert(!"too many sandbox destroy hooks: raise MAX_HOOKS");
+        return -ENOSPC;
+    }
+    destroy_hooks[nhooks++] = hook;
+    return 0;
 }
 
 static void unregister(sandbox *s)
@@ -315,6 +328,7 @@ static void unregister(sandbox *s)
     sandbox **pp = &buckets[hash(s->id)];
     while (*pp && *pp != s)
         pp = &(*pp)->hnext;
+    assert(*pp == s && count > 0);   /* only registered sandboxes are unregistered */
     if (*pp)
         *pp = s->hnext;
     if (s->lprev)
@@ -375,6 +389,7 @@ struct destroy_all {
 static void one_destroyed(void *arg)
 {
     struct destroy_all *d = arg;
+    assert(d->left > 0);   /* one call per sandbox counted */
     if (--d->left == 0) {
         if (d->done)
             d->done(d->arg);

@@ -92,8 +92,9 @@ void sbx_destroy(sandbox *s, void (*done)(void *arg), void *arg);
 void sbx_destroy_all(void (*done)(void *arg), void *arg);
 
 /* Called at the start of sbx_destroy, so that contexts and processes can let go of the
- * sandbox (each module registers one hook at start-up). */
-void sbx_on_destroy(void (*hook)(sandbox *s));
+ * sandbox (each module registers one hook at start-up). 0, or -ENOSPC (logged, and an
+ * assertion in debug builds) when the table of hooks is full. */
+int sbx_on_destroy(void (*hook)(sandbox *s));
 
 /* The base environment of every process in s: the allow-listed defaults, then the
  * sandbox's env, then extra (may be NULL). Returns a NULL-terminated array of

@@ -26,6 +26,7 @@
  */
 #include "zygote_client.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -196,6 +197,7 @@ static void handle_forked(const struct zyg_hdr *h, const char *payload)
     *pp = r->next;
     if (Z.tail == r)
         Z.tail = prev;
+    assert(Z.npending > 0);   /* npending counts the requests on the list */
     Z.npending--;
     const char *msg = NULL;
     if (h->a <= 0)
