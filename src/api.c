@@ -10,13 +10,14 @@
 #include "log.h"
 
 enum {
-    ROUTE_PUBLIC = 1,        /* no token needed */
-    ROUTE_STREAM_BODY = 2,   /* the body streams to the handler (http_server_set_body_hook) */
+    ROUTE_PUBLIC = 1,      /* no token needed */
+    ROUTE_STREAM_BODY = 2, /* the body streams to the handler (http_server_set_body_hook) */
 };
 
 #define H(fn) ((void (*)(void))(fn))
 
 /* One row per route of API.md. */
+/* clang-format off */
 static const struct route ROUTES[] = {
     { "GET", "/v1/health", H(api_health), ROUTE_PUBLIC },
     { "GET", "/metrics", H(api_metrics), 0 },
@@ -45,6 +46,7 @@ static const struct route ROUTES[] = {
     { "DELETE", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_delete), 0 },
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}/logs", H(api_process_logs), 0 },
 };
+/* clang-format on */
 
 bool api_stream_body(const http_req *req, void *arg)
 {
@@ -59,8 +61,8 @@ bool api_stream_body(const http_req *req, void *arg)
                     strcmp(ROUTES[i].method, req->method_name) == 0;
     if (!candidate)
         return false;
-    if (router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], req->method_name, req->path,
-                     &rt, &params, allow, sizeof allow) != ROUTE_FOUND)
+    if (router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], req->method_name, req->path, &rt,
+                     &params, allow, sizeof allow) != ROUTE_FOUND)
         return false;
     route_params_free(&params);
     return (rt->flags & ROUTE_STREAM_BODY) != 0;
@@ -105,8 +107,8 @@ void api_dispatch(http_req *req, void *arg)
     char allow[128];
     /* HEAD is answered like GET, without a body (http.c drops it). */
     const char *method = strcmp(req->method_name, "HEAD") == 0 ? "GET" : req->method_name;
-    int m = router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], method, req->path, &rt,
-                         &params, allow, sizeof allow);
+    int m = router_match(ROUTES, sizeof ROUTES / sizeof ROUTES[0], method, req->path, &rt, &params,
+                         allow, sizeof allow);
     switch (m) {
     case ROUTE_NO_PATH:
         http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
@@ -121,12 +123,12 @@ void api_dispatch(http_req *req, void *arg)
         char body[256];
         int n = snprintf(body, sizeof body,
                          "{\"code\":\"METHOD_NOT_ALLOWED\",\"message\":\"%s is not allowed "
-                         "here; allowed: %s\"}", req->method_name, allow);
+                         "here; allowed: %s\"}",
+                         req->method_name, allow);
         http_respond(req, 405, "application/json", body, (size_t)n, hdr);
         return;
     }
-    default:
-        break;
+    default: break;
     }
     req->route = rt->pattern;
     if (!(rt->flags & ROUTE_PUBLIC) && !authorized(app, req)) {

@@ -21,7 +21,7 @@ struct lang_status {
     const char *name;
     bool available;
     char version[32];
-    char reason[160];       /* why it is unavailable */
+    char reason[160]; /* why it is unavailable */
 };
 
 struct app {
@@ -29,9 +29,9 @@ struct app {
     const struct config *cfg;
     http_server *server;
     uint64_t started_ns;
-    struct lang_status langs[3];    /* python, javascript, typescript */
-    char runtimes_dir[600];         /* host dir of runtimes/ */
-    bool node_probed;               /* api_probe_node() has an answer */
+    struct lang_status langs[3]; /* python, javascript, typescript */
+    char runtimes_dir[600];      /* host dir of runtimes/ */
+    bool node_probed;            /* api_probe_node() has an answer */
 };
 
 struct sandbox;

@@ -12,8 +12,8 @@
 
 #include "jsonx.h"
 
-int api_cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c,
-                  char *err, size_t errlen)
+int api_cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
+                  size_t errlen)
 {
     const char *cwd_in = NULL;
     memset(c, 0, sizeof *c);
@@ -35,17 +35,18 @@ void api_cmd_respond_error(http_req *req, int rc, const char *cwd, const char *e
     if (rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "the sandbox is at its process limit: %s",
                            err);
-    else if (rc == -ENOMEM)   /* the sandbox's init forks only with memory to spare */
+    else if (rc == -ENOMEM) /* the sandbox's init forks only with memory to spare */
         http_respond_error(req, 507, "MEMORY_LIMIT",
                            "cannot start the %s: the sandbox's memory is full (delete files "
-                           "in /workspace, /tmp or /dev/shm, or end a process): %s", what, err);
+                           "in /workspace, /tmp or /dev/shm, or end a process): %s",
+                           what, err);
     else if (rc == -ECANCELED)
         http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "cannot start the %s: %s", what, err);
     else if (rc == -EBUSY || rc == -ETIMEDOUT)
         http_respond_error(req, 429, "LIMIT_REACHED", "cannot start the %s: %s", what, err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
-        http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the %s in '%s': %s",
-                           what, cwd, err);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the %s in '%s': %s", what,
+                           cwd, err);
     else
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot start the %s: %s", what, err);
 }
@@ -66,8 +67,8 @@ static int sink_event(cmd_sink *s, const char *type, const char *json, size_t le
     return sse_event(&SINK(s)->sse, type, json, len);
 }
 
-static int sink_text(cmd_sink *s, const char *type, esc_carry *carry, const void *data,
-                     size_t n, bool final)
+static int sink_text(cmd_sink *s, const char *type, esc_carry *carry, const void *data, size_t n,
+                     bool final)
 {
     return sse_event_text(&SINK(s)->sse, type, carry, data, n, final);
 }
@@ -106,7 +107,7 @@ static bool sink_gone(const cmd_sink *s)
 
 static void sink_wait_drain(cmd_sink *s)
 {
-    SINK(s)->req->paused = true;   /* http calls on_drain once the queue has gone */
+    SINK(s)->req->paused = true; /* http calls on_drain once the queue has gone */
 }
 
 static const struct cmd_sink_ops SINK_OPS = {

@@ -16,8 +16,8 @@
 /* Read "command" (required, not empty, at most --max-code-bytes), "cwd" and "env" (at
  * most --max-env-vars) from body. 0, or -1 with err naming the bad field (the request
  * should get 400 VALIDATION_FAILED). */
-int api_cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c,
-                  char *err, size_t errlen);
+int api_cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
+                  size_t errlen);
 
 /* Answer a failed start (cmd_spawn's rc and err): 429 at the process limit, when too many
  * starts wait for the sandbox's init (-EBUSY) or when it did not answer in time
@@ -32,7 +32,7 @@ void api_cmd_respond_error(http_req *req, int rc, const char *cwd, const char *e
  * answer is the 200 JSON answer (500 "the command's result does not fit" without one);
  * failed is api_cmd_respond_error with what. Its final operation frees it. */
 struct api_sink {
-    cmd_sink sink;              /* first: the engine holds &sink */
+    cmd_sink sink; /* first: the engine holds &sink */
     http_req *req;
     sse sse;
     const char *what;

@@ -68,8 +68,10 @@ static struct context *lookup(http_req *req, const route_params *p)
     const char *cid = route_param(p, "cid");
     struct context *c = ctx_find(sb, cid);
     if (!c)
-        http_respond_error(req, 404, "CONTEXT_NOT_FOUND", "context '%.64s' does not exist in "
-                           "sandbox '%s'", cid, sb->id);
+        http_respond_error(req, 404, "CONTEXT_NOT_FOUND",
+                           "context '%.64s' does not exist in "
+                           "sandbox '%s'",
+                           cid, sb->id);
     return c;
 }
 
@@ -136,7 +138,8 @@ void api_context_create(struct app *app, http_req *req, const route_params *p)
     if (lang < 0) {
         http_respond_error(req, 400, "VALIDATION_FAILED",
                            "field 'language' must be python, javascript or typescript, got "
-                           "\"%.32s\"", lang_s);
+                           "\"%.32s\"",
+                           lang_s);
         json_decref(body);
         return;
     }

@@ -34,7 +34,8 @@ static void exec_refused(http_req *req, sandbox *sb, int rc, const struct exec_o
                          const char *err)
 {
     if (rc == EXEC_NO_ROOM)
-        http_respond_error(req, 429, "LIMIT_REACHED", "stdin (%zu bytes) does not fit in what "
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "stdin (%zu bytes) does not fit in what "
                            "is left of sandbox '%s''s buffer budget (--sandbox-buffer-bytes "
                            "%llu, %llu bytes held); try again once output is read",
                            o->stdin_data ? strlen(o->stdin_data) : 0, sb->id,
@@ -57,11 +58,12 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         return;
     struct cmd_request cmd;
     struct exec_opts o = {
-        .cmd = &cmd, .timeout_ms = sb->limits.timeout_ms, .streaming = req->want_sse,
+        .cmd = &cmd,
+        .timeout_ms = sb->limits.timeout_ms,
+        .streaming = req->want_sse,
     };
     if (api_cmd_parse(body, app->cfg, &cmd, err, sizeof err) ||
-        jx_string(body, "stdin", false, app->cfg->max_body_bytes, &o.stdin_data, err,
-                  sizeof err) ||
+        jx_string(body, "stdin", false, app->cfg->max_body_bytes, &o.stdin_data, err, sizeof err) ||
         sbx_parse_timeout(body, &o.timeout_ms, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
@@ -77,11 +79,11 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     if (rc) {
         api_sink_free(s);
         exec_refused(req, sb, rc, &o, err);
-        json_decref(body);   /* after: o and err may point into it */
+        json_decref(body); /* after: o and err may point into it */
         return;
     }
     json_decref(body);
     req->on_drain = exec_drained;
-    req->on_abort = exec_aborted;   /* also while the start is pending */
+    req->on_abort = exec_aborted; /* also while the start is pending */
     req->cb_arg = r;
 }

@@ -36,17 +36,17 @@
 /* One run's answer in the making; freed by the sink's end. */
 struct api_run {
     http_req *req;
-    struct ctx_run *run;        /* the engine's, until the sink's end */
+    struct ctx_run *run; /* the engine's, until the sink's end */
     const struct config *cfg;
-    json_t *body;               /* the request body: owns code and envVars */
+    json_t *body; /* the request body: owns code and envVars */
     sse sse;
     json_t *results, *out_list, *err_list;
     size_t out_bytes, err_bytes;
     bool truncated;
-    const char *truncated_by;   /* the setting that cut the output */
-    budget *bg;                 /* the sandbox's budget; one reference */
-    size_t charged;             /* the request, kept output and results charged to bg */
-    budget_waiter bw;           /* streamed: queued while reading waits for room in bg */
+    const char *truncated_by; /* the setting that cut the output */
+    budget *bg;               /* the sandbox's budget; one reference */
+    size_t charged;           /* the request, kept output and results charged to bg */
+    budget_waiter bw;         /* streamed: queued while reading waits for room in bg */
     esc_carry c_out, c_err;
 };
 
@@ -74,8 +74,8 @@ static void run_free(struct api_run *a)
 static int stream_output(void *arg, bool is_err, const char *data, size_t n)
 {
     struct api_run *a = arg;
-    int rc = sse_event_text(&a->sse, is_err ? "stderr" : "stdout",
-                            is_err ? &a->c_err : &a->c_out, data, n, false);
+    int rc = sse_event_text(&a->sse, is_err ? "stderr" : "stdout", is_err ? &a->c_err : &a->c_out,
+                            data, n, false);
     return rc == 1;
 }
 
@@ -113,7 +113,7 @@ static void stream_wait_room(void *arg)
     a->bw.cb = budget_woken;
     a->bw.arg = a;
     budget_wait(a->bg, &a->bw);
-    a->req->paused = true;   /* so that on_drain says when the client took it all */
+    a->req->paused = true; /* so that on_drain says when the client took it all */
 }
 
 static void stream_end(void *arg, const struct ctx_run_end *e)
@@ -196,7 +196,7 @@ static int plain_output(void *arg, bool is_err, const char *data, size_t n)
         json_array_append_new(is_err ? a->err_list : a->out_list, json_stringn(b.data, b.len));
     } else if (b.len) {
         run_truncate(a, "sandbox-buffer-bytes");
-        *used = max;    /* cut here: nothing later of this stream */
+        *used = max; /* cut here: nothing later of this stream */
     }
     *used += n;
     if (*used > max)
@@ -209,7 +209,7 @@ static int plain_result(void *arg, json_t *result, size_t msg_bytes)
 {
     struct api_run *a = arg;
     if (budget_charge(a->bg, msg_bytes) == 0) {
-        a->charged += msg_bytes;     /* the message's size bounds the result's JSON */
+        a->charged += msg_bytes; /* the message's size bounds the result's JSON */
         json_array_append(a->results, result);
     } else {
         run_truncate(a, "sandbox-buffer-bytes");
@@ -222,13 +222,12 @@ static void plain_end(void *arg, const struct ctx_run_end *e)
     struct api_run *a = arg;
     a->req->on_abort = NULL;
     a->req->on_drain = NULL;
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:O, s:{s:O, s:O}, s:O, s:b, s:b}",
-                          "id", e->run_id, "contextId", e->context_id, "code",
-                          json_string_value(json_object_get(a->body, "code")),
-                          "executionCount", e->exec_count, "results", a->results,
-                          "logs", "stdout", a->out_list, "stderr", a->err_list, "error",
-                          e->error ? e->error : json_null(), "statePreserved",
-                          e->state_preserved, "truncated", a->truncated);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:O, s:{s:O, s:O}, s:O, s:b, s:b}", "id", e->run_id,
+                          "contextId", e->context_id, "code",
+                          json_string_value(json_object_get(a->body, "code")), "executionCount",
+                          e->exec_count, "results", a->results, "logs", "stdout", a->out_list,
+                          "stderr", a->err_list, "error", e->error ? e->error : json_null(),
+                          "statePreserved", e->state_preserved, "truncated", a->truncated);
     if (j && a->truncated_by)
         json_object_set_new(j, "truncatedBy", json_string(a->truncated_by));
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -241,7 +240,7 @@ static void plain_end(void *arg, const struct ctx_run_end *e)
     size_t sl = s ? strlen(s) : 0;
     char *grown = s ? realloc(s, sl + (size_t)tn + 1) : NULL;
     if (grown) {
-        memcpy(grown + sl - 1, tail, (size_t)tn + 1);   /* over the closing brace */
+        memcpy(grown + sl - 1, tail, (size_t)tn + 1); /* over the closing brace */
         http_respond_take(a->req, 200, "application/json", grown, sl - 1 + (size_t)tn, hdr);
     } else {
         free(s);
@@ -273,7 +272,7 @@ static void run_drain(http_req *req, void *arg)
 {
     struct api_run *a = arg;
     (void)req;
-    ctx_run_resume(a->run);   /* stream_allowance decides what the budget allows */
+    ctx_run_resume(a->run); /* stream_allowance decides what the budget allows */
 }
 
 /* ---- the handler ---- */
@@ -310,7 +309,8 @@ static int parse_request(struct app *app, http_req *req, const sandbox *sb, stru
     if (x->lang < 0) {
         http_respond_error(req, 400, "VALIDATION_FAILED",
                            "field 'language' must be python, javascript or typescript, got "
-                           "\"%.32s\"", x->lang_s);
+                           "\"%.32s\"",
+                           x->lang_s);
         json_decref(x->body);
         return -1;
     }
@@ -337,8 +337,8 @@ static struct context *pick_context(struct app *app, http_req *req, sandbox *sb,
         ctx_get_info(c, &i);
         if (x->lang_s && (int)i.lang != x->lang &&
             !(i.lang == LANG_TYPESCRIPT && x->lang == LANG_JAVASCRIPT)) {
-            http_respond_error(req, 400, "VALIDATION_FAILED",
-                               "context '%s' runs %s, not %s", x->cid, ctx_lang_name(i.lang),
+            http_respond_error(req, 400, "VALIDATION_FAILED", "context '%s' runs %s, not %s",
+                               x->cid, ctx_lang_name(i.lang),
                                ctx_lang_name((enum ctx_lang)x->lang));
             json_decref(x->body);
             return NULL;
@@ -352,8 +352,7 @@ static struct context *pick_context(struct app *app, http_req *req, sandbox *sb,
         json_decref(x->body);
         return NULL;
     }
-    int rc = ctx_create(sb, (enum ctx_lang)x->lang, "/workspace", NULL, true, &c, err,
-                        sizeof err);
+    int rc = ctx_create(sb, (enum ctx_lang)x->lang, "/workspace", NULL, true, &c, err, sizeof err);
     if (rc) {
         json_decref(x->body);
         api_context_start_error(req, rc, err);
@@ -378,11 +377,12 @@ static void start_run(struct app *app, http_req *req, sandbox *sb, struct contex
     if (budget_charge(sb->budget, held)) {
         free(a);
         json_decref(x->body);
-        http_respond_error(req, 429, "LIMIT_REACHED", "the run's request (%zu bytes) does not "
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "the run's request (%zu bytes) does not "
                            "fit in what is left of sandbox '%s''s buffer budget "
                            "(--sandbox-buffer-bytes %llu, %llu bytes held); wait for queued "
-                           "runs and unread answers", req->body.len, sb->id,
-                           (unsigned long long)budget_cap(sb->budget),
+                           "runs and unread answers",
+                           req->body.len, sb->id, (unsigned long long)budget_cap(sb->budget),
                            (unsigned long long)budget_used(sb->budget));
         return;
     }
@@ -394,9 +394,8 @@ static void start_run(struct app *app, http_req *req, sandbox *sb, struct contex
     a->results = json_array();
     a->out_list = json_array();
     a->err_list = json_array();
-    a->run = ctx_run_queue(c, json_object_get(x->body, "code"),
-                           json_object_get(x->body, "envVars"), x->timeout,
-                           req->want_sse ? &STREAM_SINK : &PLAIN_SINK, a);
+    a->run = ctx_run_queue(c, json_object_get(x->body, "code"), json_object_get(x->body, "envVars"),
+                           x->timeout, req->want_sse ? &STREAM_SINK : &PLAIN_SINK, a);
     if (!a->run) {
         run_free(a);
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
@@ -429,8 +428,10 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
     struct ctx_info i;
     ctx_get_info(c, &i);
     if (i.state == CTX_DEAD) {
-        http_respond_error(req, 409, "CONFLICT", "context '%s' is dead (its process could not "
-                           "start); delete it or restart it", i.id);
+        http_respond_error(req, 409, "CONFLICT",
+                           "context '%s' is dead (its process could not "
+                           "start); delete it or restart it",
+                           i.id);
         json_decref(x.body);
         return;
     }

@@ -51,14 +51,15 @@ void api_files_respond_errno(http_req *req, int rc, const char *path, const char
     switch (-rc) {
     case ENOENT:
     case ENOTDIR:
-        http_respond_error(req, 404, "FILE_NOT_FOUND", "%s: no such file or directory: %s",
-                           what, path);
+        http_respond_error(req, 404, "FILE_NOT_FOUND", "%s: no such file or directory: %s", what,
+                           path);
         return;
     case ELOOP:
     case EXDEV:
         http_respond_error(req, 400, "VALIDATION_FAILED",
                            "%s: '%s' goes through a symbolic link or leaves the workspace; "
-                           "links are never followed", what, path);
+                           "links are never followed",
+                           what, path);
         return;
     case ENXIO:
         http_respond_error(req, 400, "VALIDATION_FAILED",
@@ -74,21 +75,19 @@ void api_files_respond_errno(http_req *req, int rc, const char *path, const char
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
-        http_respond_error(req, 507, "DISK_FULL", "%s: the workspace is full (%s)", what,
-                           path);
+        http_respond_error(req, 507, "DISK_FULL", "%s: the workspace is full (%s)", what, path);
         return;
     case ENAMETOOLONG:
     case EINVAL:
-        http_respond_error(req, 400, "VALIDATION_FAILED", "%s: invalid path '%s': %s", what,
-                           path, strerror(-rc));
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s: invalid path '%s': %s", what, path,
+                           strerror(-rc));
         return;
     case EACCES:
     case EPERM:
         http_respond_error(req, 409, "CONFLICT", "%s: '%s': %s", what, path, strerror(-rc));
         return;
     default:
-        http_respond_error(req, 500, "INTERNAL_ERROR", "%s '%s': %s", what, path,
-                           strerror(-rc));
+        http_respond_error(req, 500, "INTERNAL_ERROR", "%s '%s': %s", what, path, strerror(-rc));
     }
 }
 
@@ -121,9 +120,9 @@ static void dl_finish(struct download *d)
 {
     d->done = true;
     if (d->reading)
-        return;   /* read_cb comes back here */
+        return; /* read_cb comes back here */
     if (d->req)
-        http_stream_end(d->req);   /* closes the connection if the file shrank */
+        http_stream_end(d->req); /* closes the connection if the file shrank */
     close(d->fd);
     free(d);
 }
@@ -145,7 +144,7 @@ static void dl_read_cb(uv_fs_t *r)
         return;
     }
     if (rc == 1) {
-        d->waiting = true;   /* on_drain reads on */
+        d->waiting = true; /* on_drain reads on */
         return;
     }
     dl_read(d);
@@ -205,21 +204,22 @@ static void send_listing(http_req *req, int fd, const char *shown, size_t max)
         }
         struct stat st;
         if (fstatat(dirfd(dir), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;   /* removed meanwhile */
-        const char *type = S_ISDIR(st.st_mode) ? "dir" : S_ISLNK(st.st_mode) ? "symlink"
-                           : S_ISREG(st.st_mode) ? "file" : "other";
+            continue; /* removed meanwhile */
+        const char *type = S_ISDIR(st.st_mode)   ? "dir"
+                           : S_ISLNK(st.st_mode) ? "symlink"
+                           : S_ISREG(st.st_mode) ? "file"
+                                                 : "other";
         /* json_pack refuses a name that is not UTF-8 (it cannot be a JSON string): such
          * entries are left out rather than mangled */
         json_t *e = json_pack("{s:s, s:s, s:I, s:I}", "name", n, "type", type, "size",
                               (json_int_t)st.st_size, "mtime",
-                              (json_int_t)st.st_mtim.tv_sec * 1000 +
-                                  st.st_mtim.tv_nsec / 1000000);
+                              (json_int_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
         if (e)
             json_array_append_new(entries, e);
     }
     closedir(dir);
-    json_t *j = json_pack("{s:s, s:o, s:b}", "path", shown, "entries", entries, "truncated",
-                          truncated);
+    json_t *j =
+        json_pack("{s:s, s:o, s:b}", "path", shown, "entries", entries, "truncated", truncated);
     api_respond_json(req, 200, j);
 }
 
@@ -260,7 +260,8 @@ void api_files_get(struct app *app, http_req *req, const route_params *p)
         close(fd);
         http_respond_error(req, 400, "VALIDATION_FAILED",
                            "'%s' is not a regular file or directory (FIFOs, sockets and "
-                           "devices are not read)", shown);
+                           "devices are not read)",
+                           shown);
         return;
     }
     struct download *d = malloc(sizeof *d);
@@ -393,7 +394,8 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
     }
     char rf[FILES_PATH_MAX + 1], rt[FILES_PATH_MAX + 1];
     char sf[FILES_PATH_MAX + 16], st[FILES_PATH_MAX + 16];
-    bool ok = api_files_take_path(req, from, rf, sizeof rf) && api_files_take_path(req, to, rt, sizeof rt);
+    bool ok = api_files_take_path(req, from, rf, sizeof rf) &&
+              api_files_take_path(req, to, rt, sizeof rt);
     json_decref(body);
     if (!ok)
         return;
@@ -425,8 +427,8 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
         close(dt);
     if (rc) {
         if (rc == -EINVAL)
-            http_respond_error(req, 400, "VALIDATION_FAILED",
-                               "cannot move '%s' into itself ('%s')", sf, st);
+            http_respond_error(req, 400, "VALIDATION_FAILED", "cannot move '%s' into itself ('%s')",
+                               sf, st);
         else
             api_files_respond_errno(req, rc, which, "cannot move");
         return;
@@ -467,12 +469,14 @@ void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
     }
     if (rc) {
         if (rc == -EEXIST)
-            http_respond_error(req, 409, "CONFLICT", "'%s' (or a parent) exists and is not a "
-                               "directory", shown);
+            http_respond_error(req, 409, "CONFLICT",
+                               "'%s' (or a parent) exists and is not a "
+                               "directory",
+                               shown);
         else
             api_files_respond_errno(req, rc, shown, "cannot create the directory");
         return;
     }
     api_respond_json(req, created ? 201 : 200,
-               json_pack("{s:s, s:b}", "path", shown, "created", created));
+                     json_pack("{s:s, s:b}", "path", shown, "created", created));
 }

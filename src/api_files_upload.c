@@ -55,7 +55,7 @@
 #include "sandbox.h"
 #include "api_files_int.h"
 
-#define UPLOAD_BUF (1u << 20)       /* each of the two upload buffers */
+#define UPLOAD_BUF (1u << 20) /* each of the two upload buffers */
 
 /* ---- PUT: streamed upload, written by a process in the sandbox ---- */
 
@@ -63,33 +63,33 @@
 #define WRITER_PIPE_BYTES (1 << 20) /* capacity asked for the pipe to the writer */
 
 struct upload {
-    http_req *req;          /* NULL once answered */
+    http_req *req; /* NULL once answered */
     uv_loop_t *loop;
-    int root, dir, fd;      /* workspace, parent directory, the temporary file */
+    int root, dir, fd; /* workspace, parent directory, the temporary file */
     char tmp[48];
     char name[FILES_NAME_MAX + 1];
     char shown[FILES_PATH_MAX + 16];
-    char *buf[2];           /* buf[fill_i] fills while the other may be in flight */
-    size_t fill;            /* bytes in buf[fill_i] */
+    char *buf[2]; /* buf[fill_i] fills while the other may be in flight */
+    size_t fill;  /* bytes in buf[fill_i] */
     int fill_i;
-    size_t inflight;        /* bytes of the write in flight */
+    size_t inflight; /* bytes of the write in flight */
     bool writing, body_done, failed, finished;
-    bool kill_writer;       /* the failure is ours: the writer must be ended */
-    int error;              /* -errno of our own failure; 0 when the writer's exit says why */
+    bool kill_writer; /* the failure is ours: the writer must be ended */
+    int error;        /* -errno of our own failure; 0 when the writer's exit says why */
     uint64_t written, received, max;
-    uint64_t memory_mb, disk_mb;   /* the sandbox's limits, for messages */
+    uint64_t memory_mb, disk_mb; /* the sandbox's limits, for messages */
     /* The writer: /bin/cat in the sandbox, stdin = our pipe, stdout = the temporary file */
-    jail *jail;             /* valid until the writer's exit was reported (always is) */
-    jail_proc *writer;      /* NULL until init started it, and once it exited */
+    jail *jail;        /* valid until the writer's exit was reported (always is) */
+    jail_proc *writer; /* NULL until init started it, and once it exited */
     /* writer_started: asked for (its start or its exit is still to be heard of);
      * writer_exited: that is over (it exited, or it could not be started) */
     bool writer_started, writer_exited, kill_sent, eof_sent;
-    int writer_status;      /* wait(2) status */
-    bool oom_killed;        /* the sandbox's OOM-kill counter moved while it ran */
+    int writer_status; /* wait(2) status */
+    bool oom_killed;   /* the sandbox's OOM-kill counter moved while it ran */
     uint64_t oom_before;
-    int errfd;              /* read end of the writer's stderr, O_NONBLOCK */
+    int errfd; /* read end of the writer's stderr, O_NONBLOCK */
     char errtext[WRITER_ERR_MAX];
-    uv_pipe_t pipe;         /* write end of the writer's stdin */
+    uv_pipe_t pipe; /* write end of the writer's stdin */
     bool pipe_init, pipe_closed;
     uv_write_t w;
 };
@@ -153,7 +153,7 @@ static int writer_errno(const struct upload *u)
         if (strstr(u->errtext, TEXTS[i].text))
             return -TEXTS[i].err;
     if (WIFSIGNALED(u->writer_status))
-        return -EINTR;   /* killed, not by the OOM killer: the sandbox went away or its code */
+        return -EINTR; /* killed, not by the OOM killer: the sandbox went away or its code */
     return -EIO;
 }
 
@@ -168,36 +168,40 @@ static void upload_respond_failure(struct upload *u, http_req *req)
                                (unsigned long long)u->max);
             return;
         }
-        __attribute__((fallthrough));   /* the workspace refused the size */
+        __attribute__((fallthrough)); /* the workspace refused the size */
     case ENOSPC:
     case EDQUOT:
         http_respond_error(req, 507, "DISK_FULL",
                            "cannot write '%s': the workspace is full after %llu bytes "
-                           "(the sandbox's diskMb is %llu); nothing was written", u->shown,
-                           (unsigned long long)u->received, (unsigned long long)u->disk_mb);
+                           "(the sandbox's diskMb is %llu); nothing was written",
+                           u->shown, (unsigned long long)u->received,
+                           (unsigned long long)u->disk_mb);
         return;
     case ENOMEM:
         http_respond_error(req, 507, "MEMORY_LIMIT",
                            "cannot write '%s': the sandbox's memory limit (memoryMb %llu) was "
                            "reached after %llu bytes; workspace files are held in the "
-                           "sandbox's memory; nothing was written", u->shown,
-                           (unsigned long long)u->memory_mb, (unsigned long long)u->received);
+                           "sandbox's memory; nothing was written",
+                           u->shown, (unsigned long long)u->memory_mb,
+                           (unsigned long long)u->received);
         return;
     case EINTR:
         http_respond_error(req, 409, "CONFLICT",
                            "cannot write '%s': the writer in the sandbox was killed by signal "
-                           "%d before the file was complete; nothing was written", u->shown,
-                           WTERMSIG(u->writer_status));
+                           "%d before the file was complete; nothing was written",
+                           u->shown, WTERMSIG(u->writer_status));
         return;
     case EAGAIN:
         http_respond_error(req, 429, "LIMIT_REACHED",
                            "cannot write '%s': the sandbox is at its process limit and cannot "
-                           "start the writer", u->shown);
+                           "start the writer",
+                           u->shown);
         return;
     case EBUSY:
         http_respond_error(req, 429, "LIMIT_REACHED",
                            "cannot write '%s': too many starts wait for the sandbox's init "
-                           "(--max-pending-spawns)", u->shown);
+                           "(--max-pending-spawns)",
+                           u->shown);
         return;
     case ETIMEDOUT:
         http_respond_error(req, 429, "LIMIT_REACHED",
@@ -206,8 +210,8 @@ static void upload_respond_failure(struct upload *u, http_req *req)
                            u->shown);
         return;
     case ECANCELED:
-        http_respond_error(req, 404, "NOT_FOUND",
-                           "cannot write '%s': the sandbox was deleted", u->shown);
+        http_respond_error(req, 404, "NOT_FOUND", "cannot write '%s': the sandbox was deleted",
+                           u->shown);
         return;
     case EIO:
         if (u->errtext[0]) {
@@ -216,8 +220,7 @@ static void upload_respond_failure(struct upload *u, http_req *req)
             return;
         }
         __attribute__((fallthrough));
-    default:
-        api_files_respond_errno(req, rc, u->shown, "cannot write the file");
+    default: api_files_respond_errno(req, rc, u->shown, "cannot write the file");
     }
 }
 
@@ -244,12 +247,12 @@ static void upload_answer(struct upload *u)
         }
     }
     if (req->aborted)
-        http_respond(req, 499, NULL, "", 0, NULL);   /* completes; nothing is sent */
+        http_respond(req, 499, NULL, "", 0, NULL); /* completes; nothing is sent */
     else if (u->failed)
         upload_respond_failure(u, req);
     else
-        api_respond_json(req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size",
-                                       (json_int_t)u->received));
+        api_respond_json(
+            req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size", (json_int_t)u->received));
 }
 
 static void write_cb(uv_write_t *w, int status);
@@ -305,7 +308,7 @@ static void upload_step(struct upload *u)
         (void)jail_proc_kill(u->writer, SIGKILL);
     }
     if (u->writer_started && !u->writer_exited)
-        return;   /* writer_exited comes back */
+        return; /* writer_exited comes back */
     upload_answer(u);
     upload_maybe_free(u);
 }
@@ -352,7 +355,7 @@ static void writer_exited(jail_proc *p, int status, void *arg)
             *c = ' ';
     bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!u->failed && (!clean || !u->eof_sent)) {
-        u->failed = true;   /* ended before it had everything, or said it failed */
+        u->failed = true; /* ended before it had everything, or said it failed */
         u->error = 0;
     }
     upload_step(u);
@@ -375,7 +378,7 @@ static void writer_started(jail_proc *p, int rc, const char *msg, void *arg)
         return;
     }
     u->writer = p;
-    if (u->kill_writer && !u->kill_sent) {   /* we failed while it was being started */
+    if (u->kill_writer && !u->kill_sent) { /* we failed while it was being started */
         u->kill_sent = true;
         (void)jail_proc_kill(p, SIGKILL);
     }
@@ -392,19 +395,26 @@ static int writer_spawn(struct upload *u, sandbox *sb, int in_fd, int err_fd, ch
     /* The OOM killer's first choice: when the upload meets the memory limit, the writer
      * dies (its pages go with the temporary file), not the sandbox's init or code. */
     static const char *const argv[] = {
-        "/bin/sh", "-c", "echo 1000 2>/dev/null >/proc/self/oom_score_adj; exec /bin/cat",
+        "/bin/sh",
+        "-c",
+        "echo 1000 2>/dev/null >/proc/self/oom_score_adj; exec /bin/cat",
         NULL,
     };
     static const char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
     struct jail_spawn_opts so = {
-        .argv = argv, .envp = envp, .cwd = "/", .stdin_fd = in_fd, .stdout_fd = u->fd,
-        .stderr_fd = err_fd, .extra_fd = -1,
+        .argv = argv,
+        .envp = envp,
+        .cwd = "/",
+        .stdin_fd = in_fd,
+        .stdout_fd = u->fd,
+        .stderr_fd = err_fd,
+        .extra_fd = -1,
     };
     u->jail = sb->jail;
     u->oom_before = jail_oom_kills(sb->jail);
     int rc = jail_spawn(sb->jail, &so, writer_started, writer_exited, u, NULL, err, errlen);
     if (!rc)
-        u->writer_started = true;   /* writer_started() or writer_exited() comes back */
+        u->writer_started = true; /* writer_started() or writer_exited() comes back */
     return rc;
 }
 
@@ -449,7 +459,7 @@ static void on_up_abort(http_req *req, void *arg)
 {
     struct upload *u = arg;
     (void)req;
-    u->kill_writer = true;   /* whatever failed before: nobody waits for this file now */
+    u->kill_writer = true; /* whatever failed before: nobody waits for this file now */
     upload_fail(u, -EPIPE);
 }
 
@@ -466,8 +476,8 @@ static int upload_precheck(http_req *req, sandbox *sb, int root, uint64_t announ
             http_respond_error(req, 507, "DISK_FULL",
                                "cannot write '%s': the file of %llu bytes does not fit in the "
                                "workspace, %llu bytes are free (the sandbox's diskMb is %llu)",
-                               shown, (unsigned long long)announced,
-                               (unsigned long long)avail, (unsigned long long)sb->limits.disk_mb);
+                               shown, (unsigned long long)announced, (unsigned long long)avail,
+                               (unsigned long long)sb->limits.disk_mb);
             return -1;
         }
     }
@@ -476,8 +486,8 @@ static int upload_precheck(http_req *req, sandbox *sb, int root, uint64_t announ
         http_respond_error(req, 507, "MEMORY_LIMIT",
                            "cannot write '%s': the file of %llu bytes does not fit in the "
                            "sandbox's memory, %llu bytes are left of its limit (memoryMb %llu); "
-                           "workspace files are held in the sandbox's memory", shown,
-                           (unsigned long long)announced, (unsigned long long)room,
+                           "workspace files are held in the sandbox's memory",
+                           shown, (unsigned long long)announced, (unsigned long long)room,
                            (unsigned long long)sb->limits.memory_mb);
         return -1;
     }
@@ -512,8 +522,8 @@ static sandbox *put_check(struct app *app, http_req *req, const route_params *p,
     if (t->announced > max) {
         http_respond_error(req, 413, "PAYLOAD_TOO_LARGE",
                            "the file of %llu bytes exceeds the limit of %llu bytes "
-                           "(--max-file-bytes)", (unsigned long long)t->announced,
-                           (unsigned long long)max);
+                           "(--max-file-bytes)",
+                           (unsigned long long)t->announced, (unsigned long long)max);
         return NULL;
     }
     return sb;
@@ -561,8 +571,7 @@ static int upload_open_target(struct upload *u, http_req *req, sandbox *sb,
         snprintf(u->name, sizeof u->name, "%s", name);
         if (stamp_id(u->tmp, sizeof u->tmp, ".sbx-upload-"))
             snprintf(u->tmp, sizeof u->tmp, ".sbx-upload-%d", u->fd);
-        u->fd = openat(u->dir, u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       0644);
+        u->fd = openat(u->dir, u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         rc = u->fd < 0 ? -errno : 0;
         if (!rc && fchown(u->fd, jail_host_uid(sb->jail), jail_host_gid(sb->jail)) < 0)
             rc = -errno;
@@ -574,7 +583,7 @@ static int upload_open_target(struct upload *u, http_req *req, sandbox *sb,
         else
             api_files_respond_errno(req, rc, t->shown, "cannot write the file");
         if (u->fd < 0 && u->dir >= 0) {
-            close(u->dir);   /* no temporary file was made: nothing to unlink */
+            close(u->dir); /* no temporary file was made: nothing to unlink */
             u->dir = -1;
         }
         upload_free(u);
@@ -593,12 +602,12 @@ static int upload_start_writer(struct upload *u, sandbox *sb, char *err, size_t 
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0) {
         rc = -errno;
     } else {
-        (void)fcntl(in[1], F_SETPIPE_SZ, WRITER_PIPE_BYTES);   /* fewer wake-ups; a hint */
+        (void)fcntl(in[1], F_SETPIPE_SZ, WRITER_PIPE_BYTES); /* fewer wake-ups; a hint */
         (void)fcntl(er[0], F_SETFL, O_NONBLOCK);
         rc = writer_spawn(u, sb, in[0], er[1], err, errlen);
     }
     if (in[0] >= 0)
-        close(in[0]);   /* the writer has its own copies now */
+        close(in[0]); /* the writer has its own copies now */
     if (er[1] >= 0)
         close(er[1]);
     u->errfd = er[0];
@@ -606,9 +615,9 @@ static int upload_start_writer(struct upload *u, sandbox *sb, char *err, size_t 
         uv_pipe_init(u->loop, &u->pipe, 0);
         u->pipe.data = u;
         u->pipe_init = true;
-        rc = uv_pipe_open(&u->pipe, in[1]);   /* made non-blocking */
+        rc = uv_pipe_open(&u->pipe, in[1]); /* made non-blocking */
         if (!rc)
-            in[1] = -1;   /* handed over: closed with the handle */
+            in[1] = -1; /* handed over: closed with the handle */
     }
     if (in[1] >= 0)
         close(in[1]);

@@ -18,7 +18,8 @@ void api_health(struct app *app, http_req *req, const route_params *p)
     api_update_langs(app);
     buf b;
     buf_init(&b, 4096);
-    int rc = buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SANDBOXD_VERSION "\",\"languages\":{");
+    int rc =
+        buf_puts(&b, "{\"status\":\"ok\",\"version\":\"" SANDBOXD_VERSION "\",\"languages\":{");
     for (int i = 0; i < 3 && !rc; i++) {
         const struct lang_status *l = &app->langs[i];
         const char *v = l->available ? l->version : l->reason;
@@ -32,7 +33,8 @@ void api_health(struct app *app, http_req *req, const route_params *p)
     const struct jail_features *f = jail_features();
 #define B(x) ((x) ? "true" : "false")
     if (!rc)
-        rc = buf_printf(&b, "},\"sandbox\":{\"root\":%s,\"userNamespaces\":%s,\"cgroupVersion\":%d,"
+        rc = buf_printf(&b,
+                        "},\"sandbox\":{\"root\":%s,\"userNamespaces\":%s,\"cgroupVersion\":%d,"
                         "\"memoryLimit\":%s,\"pidsLimit\":%s,\"cpuLimit\":%s,\"diskLimit\":%s,"
                         "\"seccomp\":%s},\"sandboxes\":%u,\"uptimeSeconds\":%.3f}",
                         B(f->root), B(f->userns), f->cgroup_version, B(f->memory_limit),

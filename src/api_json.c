@@ -11,7 +11,7 @@
 #include <strings.h>
 
 json_t *api_parse_body(const http_req *req, bool allow_empty, int *status, const char **code,
-                        char *err, size_t errlen)
+                       char *err, size_t errlen)
 {
     *status = 400;
     *code = "INVALID_JSON";

@@ -19,7 +19,7 @@
  * NULL with err set; *status and *code say which error to send (400 INVALID_JSON,
  * 400 VALIDATION_FAILED when it is not an object, 415 for a non-JSON Content-Type). */
 json_t *api_parse_body(const http_req *req, bool allow_empty, int *status, const char **code,
-                        char *err, size_t errlen);
+                       char *err, size_t errlen);
 
 /* The same for a handler: on failure the request has been answered and NULL is returned. */
 json_t *api_body(http_req *req, bool allow_empty);

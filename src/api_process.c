@@ -148,11 +148,12 @@ static void logs_json(http_req *req, const proc *p)
     if (rc) {
         http_respond_error(req, 500, "INTERNAL_ERROR", "the logs do not fit in memory");
     } else if (budget_room(bg) < b.len) {
-        http_respond_error(req, 429, "LIMIT_REACHED", "the logs (%zu bytes as JSON) do not "
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "the logs (%zu bytes as JSON) do not "
                            "fit in what is left of the sandbox's buffer budget "
                            "(--sandbox-buffer-bytes %llu, %llu bytes held); try again once "
-                           "queued responses are read, or follow the logs (SSE)", b.len,
-                           (unsigned long long)budget_cap(bg),
+                           "queued responses are read, or follow the logs (SSE)",
+                           b.len, (unsigned long long)budget_cap(bg),
                            (unsigned long long)budget_used(bg));
     } else {
         size_t len = b.len;

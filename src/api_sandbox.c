@@ -38,7 +38,7 @@ static void on_created(sandbox *s, const char *id, int rc, const char *err, void
 
 static void on_joined(sandbox *s, const char *id, int rc, const char *err, void *arg)
 {
-    created(s, id, rc, err, arg, 200);   /* it exists now; this request did not create it */
+    created(s, id, rc, err, arg, 200); /* it exists now; this request did not create it */
 }
 
 /* Parse a create body and create; answers the request in every case (at once, or when
@@ -57,8 +57,10 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
         if (jr == 0)
             return;
         if (jr == -EBUSY) {
-            http_respond_error(req, 429, "LIMIT_REACHED", "too many requests already wait for "
-                               "sandbox '%s' to be created (--max-pending-spawns)", id);
+            http_respond_error(req, 429, "LIMIT_REACHED",
+                               "too many requests already wait for "
+                               "sandbox '%s' to be created (--max-pending-spawns)",
+                               id);
             return;
         }
     }
@@ -82,11 +84,11 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
         return;
     }
     err[0] = '\0';
-    int rc = sbx_create(id, &lim, strcmp(network, "host") == 0, env, on_created, req, err,
-                        sizeof err);
+    int rc =
+        sbx_create(id, &lim, strcmp(network, "host") == 0, env, on_created, req, err, sizeof err);
     json_decref(body);
     if (rc == 0)
-        return;   /* answered by on_created */
+        return; /* answered by on_created */
     if (rc == -EMFILE) {
         http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
         return;
@@ -105,7 +107,8 @@ sandbox *api_sandbox_lookup(http_req *req, const route_params *p)
     const char *id = route_param(p, "sid");
     if (!sbx_valid_id(id)) {
         http_respond_error(req, 400, "VALIDATION_FAILED",
-                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})", id);
+                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})",
+                           id);
         return NULL;
     }
     sandbox *s = sbx_find(id);
@@ -119,7 +122,8 @@ void api_sandbox_put(struct app *app, http_req *req, const route_params *p)
     const char *id = route_param(p, "sid");
     if (!sbx_valid_id(id)) {
         http_respond_error(req, 400, "VALIDATION_FAILED",
-                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})", id);
+                           "'%.80s' is not a valid sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62})",
+                           id);
         return;
     }
     create(app, req, id, true);

@@ -17,7 +17,7 @@
 struct budget {
     uint64_t cap, used, peak, refusals;
     unsigned refs;
-    unsigned pass;                  /* the current wake pass, 0 when none runs */
+    unsigned pass; /* the current wake pass, 0 when none runs */
     budget_waiter *waiters;
 };
 
@@ -45,12 +45,12 @@ void budget_unref(budget *b)
 {
     if (!b)
         return;
-    assert(b->refs > 0);   /* a reference is dropped once */
+    assert(b->refs > 0); /* a reference is dropped once */
     if (--b->refs > 0)
         return;
     for (budget_waiter *w = b->waiters; w; w = w->next)
         w->queued = false;
-    total_used -= b->used;     /* bytes still charged leave the totals with it */
+    total_used -= b->used; /* bytes still charged leave the totals with it */
     free(b);
 }
 
@@ -105,13 +105,13 @@ void budget_release(budget *b, size_t n)
     if (!b)
         return;
     if (n > b->used)
-        n = (size_t)b->used;     /* never below zero, even after a caller's mistake */
-    assert(total_used >= n);     /* the total is the sum of every live budget's used */
+        n = (size_t)b->used; /* never below zero, even after a caller's mistake */
+    assert(total_used >= n); /* the total is the sum of every live budget's used */
     b->used -= n;
     total_used -= n;
     if (b->pass || !b->waiters)
-        return;                  /* a pass already runs: it sees the new room */
-    b->refs++;                   /* a callback may drop the last other reference */
+        return; /* a pass already runs: it sees the new room */
+    b->refs++;  /* a callback may drop the last other reference */
     unsigned pass = next_pass++;
     if (next_pass == 0)
         next_pass = 1;
@@ -129,7 +129,8 @@ void budget_wait(budget *b, budget_waiter *w)
         return;
     b->refusals++;
     total_refusals++;
-    w->queued = true;     /* pass kept: a waiter re-queued by its own callback waits for the next pass */
+    w->queued =
+        true; /* pass kept: a waiter re-queued by its own callback waits for the next pass */
     w->next = NULL;
     budget_waiter **pp = &b->waiters;
     while (*pp)

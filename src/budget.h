@@ -32,9 +32,9 @@ typedef struct budget budget;
 
 /* Woken by budget_release once at least `need` bytes are free again. */
 typedef struct budget_waiter {
-    struct budget_waiter *next;     /* private to budget.c */
-    bool queued;                    /* private to budget.c */
-    unsigned pass;                  /* private to budget.c */
+    struct budget_waiter *next; /* private to budget.c */
+    bool queued;                /* private to budget.c */
+    unsigned pass;              /* private to budget.c */
     size_t need;
     void (*cb)(struct budget_waiter *w);
     void *arg;
@@ -42,8 +42,8 @@ typedef struct budget_waiter {
 
 /* A budget of cap bytes with one reference; NULL when out of memory. */
 budget *budget_new(uint64_t cap);
-budget *budget_ref(budget *b);          /* returns b */
-void budget_unref(budget *b);           /* frees at the last reference; queued waiters are dropped */
+budget *budget_ref(budget *b); /* returns b */
+void budget_unref(budget *b);  /* frees at the last reference; queued waiters are dropped */
 
 /* Charge n bytes about to be held: 0, or -ENOBUFS (nothing charged, refusal counted)
  * when fewer than n bytes are left. */
@@ -55,9 +55,9 @@ void budget_release(budget *b, size_t n);
 
 uint64_t budget_used(const budget *b);
 uint64_t budget_cap(const budget *b);
-uint64_t budget_room(const budget *b);        /* cap - used, 0 when at or past the cap */
-uint64_t budget_peak(const budget *b);        /* the most ever used */
-uint64_t budget_refusals(const budget *b);    /* refused charges, and waits for room */
+uint64_t budget_room(const budget *b);     /* cap - used, 0 when at or past the cap */
+uint64_t budget_peak(const budget *b);     /* the most ever used */
+uint64_t budget_refusals(const budget *b); /* refused charges, and waits for room */
 
 /* Queue w until w->need bytes are free (w->cb runs from budget_release); a waiter already
  * queued is left where it is. budget_cancel takes it off (no-op when not queued). */

@@ -24,7 +24,7 @@ void buf_init(buf *b, size_t cap)
 
 void buf_set_budget(buf *b, struct budget *bg)
 {
-    budget_release(b->bg, b->alloc);   /* storage already held moves to the new budget */
+    budget_release(b->bg, b->alloc); /* storage already held moves to the new budget */
     budget_force(bg, b->alloc);
     b->bg = bg;
 }
@@ -73,7 +73,7 @@ static int buf_reserve(buf *b, size_t n)
     }
     b->data = p;
     b->alloc = a;
-    assert(need <= b->alloc && b->alloc <= b->cap + 1);   /* room, and never past the cap */
+    assert(need <= b->alloc && b->alloc <= b->cap + 1); /* room, and never past the cap */
     return 0;
 }
 

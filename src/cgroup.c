@@ -35,8 +35,8 @@ static const char *const ctrl_name[CG_NCTRL] = { "memory", "pids", "cpu", "freez
 /* snprintf into a capped buffer; -ENAMETOOLONG instead of truncating. */
 static int path_fmt(char *out, size_t n, const char *a, const char *b, const char *c)
 {
-    int len = snprintf(out, n, "%s%s%s%s%s", a, b && *b ? "/" : "", b ? b : "",
-                       c && *c ? "/" : "", c ? c : "");
+    int len = snprintf(out, n, "%s%s%s%s%s", a, b && *b ? "/" : "", b ? b : "", c && *c ? "/" : "",
+                       c ? c : "");
     if (len < 0 || (size_t)len >= n)
         return -ENAMETOOLONG;
     return 0;
@@ -105,7 +105,7 @@ static int read_u64(const char *dir, const char *file, uint64_t *v)
 static uint64_t keyed_value(const char *text, const char *key)
 {
     size_t kl = strlen(key);
-    for (const char *l = text; l && *l; ) {
+    for (const char *l = text; l && *l;) {
         if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
             return strtoull(l + kl + 1, NULL, 10);
         l = strchr(l, '\n');
@@ -149,13 +149,13 @@ static bool list_has(const char *list, size_t len, const char *name)
 static bool words_have(const char *text, const char *name)
 {
     size_t nl = strlen(name);
-    for (const char *p = text; *p; ) {
+    for (const char *p = text; *p;) {
         while (*p == ' ' || *p == '\n')
             p++;
         size_t tl = strcspn(p, " \n");
         const char *w = p;
         size_t wl = tl;
-        if (wl && *w == '+') {   /* "+memory" as written to subtree_control */
+        if (wl && *w == '+') { /* "+memory" as written to subtree_control */
             w++;
             wl--;
         }
@@ -168,7 +168,7 @@ static bool words_have(const char *text, const char *name)
 
 static int init_v1(struct cg_sys *s, const char *fsroot, const char *self, const char *subdir)
 {
-    for (const char *l = self; *l; ) {
+    for (const char *l = self; *l;) {
         const char *nl = strchr(l, '\n');
         size_t len = nl ? (size_t)(nl - l) : strlen(l);
         /* "<id>:<controller list>:<path>" */
@@ -377,7 +377,7 @@ int cg_set_limits(const struct cg *g, uint64_t memory_bytes, uint32_t pids, uint
             return rc;
     }
     if (cpu_millis && (d = ctrl_dir(g, CG_CPU))) {
-        uint64_t quota = (uint64_t)cpu_millis * 100;   /* period 100 ms = 100000 us */
+        uint64_t quota = (uint64_t)cpu_millis * 100; /* period 100 ms = 100000 us */
         if (v2) {
             snprintf(v, sizeof v, "%" PRIu64 " 100000", quota);
             rc = write_str(d, "cpu.max", v);
@@ -454,12 +454,12 @@ int cg_memory_headroom(const struct cg *g, uint64_t *bytes)
     *bytes = UINT64_MAX;
     if (!d || (g->version == 1 && !g->dir[CG_MEMORY][0]))
         return -ENOTSUP;
-    ssize_t r = read_str(d, g->version == 2 ? "memory.max" : "memory.limit_in_bytes", lim,
-                         sizeof lim);
+    ssize_t r =
+        read_str(d, g->version == 2 ? "memory.max" : "memory.limit_in_bytes", lim, sizeof lim);
     if (r < 0)
         return (int)r;
     if (strncmp(lim, "max", 3) == 0)
-        return 0;                       /* v2 without a limit */
+        return 0; /* v2 without a limit */
     limit = strtoull(lim, NULL, 10);
     int rc = cg_memory_usage(g, &usage);
     if (rc)
@@ -533,7 +533,8 @@ int cg_kill_all(const struct cg *g)
         if (write_str(fz, "freezer.state", "FROZEN") == 0) {
             /* FREEZING becomes FROZEN within a few ms; we kill either way. */
             for (int i = 0; i < 50; i++) {
-                if (read_str(fz, "freezer.state", st, sizeof st) < 0 || strncmp(st, "FROZEN", 6) == 0)
+                if (read_str(fz, "freezer.state", st, sizeof st) < 0 ||
+                    strncmp(st, "FROZEN", 6) == 0)
                     break;
                 sleep_us(200);
             }

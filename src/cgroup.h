@@ -24,9 +24,9 @@ enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_FREEZER, CG_NCTRL };
 
 /* Where sandbox groups go on this host. */
 struct cg_sys {
-    int version;                            /* 1, 2, or 0 when nothing is usable */
-    bool have[CG_NCTRL];                    /* controller usable */
-    char parent[CG_NCTRL][CG_PATH_MAX];     /* dir holding sandbox groups ("" = none) */
+    int version;                        /* 1, 2, or 0 when nothing is usable */
+    bool have[CG_NCTRL];                /* controller usable */
+    char parent[CG_NCTRL][CG_PATH_MAX]; /* dir holding sandbox groups ("" = none) */
 };
 
 /* One sandbox's group. dir[c] is "" for a controller we do not use. */

@@ -28,15 +28,19 @@ int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_start
     }
     const char *argv[] = { "/bin/sh", "-c", c->command, NULL };
     struct jail_spawn_opts so = {
-        .argv = argv, .envp = (const char *const *)envp, .cwd = c->cwd,
-        .stdin_fd = stdin_fd >= 0 ? stdin_fd : nul, .stdout_fd = po[1], .stderr_fd = pe[1],
+        .argv = argv,
+        .envp = (const char *const *)envp,
+        .cwd = c->cwd,
+        .stdin_fd = stdin_fd >= 0 ? stdin_fd : nul,
+        .stdout_fd = po[1],
+        .stderr_fd = pe[1],
         .extra_fd = -1,
     };
     rc = jail_spawn(sb->jail, &so, on_started, on_exit, arg, req, err, errlen);
     if (!rc) {
         out_fds[0] = po[0];
         out_fds[1] = pe[0];
-        po[0] = pe[0] = -1;    /* handed over */
+        po[0] = pe[0] = -1; /* handed over */
     }
 out:
     for (int i = 0; i < 2; i++) {

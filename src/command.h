@@ -22,9 +22,9 @@
 struct budget;
 
 struct cmd_request {
-    const char *command;       /* borrowed from the request body */
-    const json_t *env;         /* borrowed; NULL when absent */
-    char cwd[1100];            /* resolved against /workspace */
+    const char *command; /* borrowed from the request body */
+    const json_t *env;   /* borrowed; NULL when absent */
+    char cwd[1100];      /* resolved against /workspace */
 };
 
 /* Spawn the command in sb: stdin is stdin_fd (-1: /dev/null), stdout/stderr are new pipes

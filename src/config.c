@@ -14,13 +14,13 @@
 enum opt_type { OPT_STR, OPT_U64, OPT_DOUBLE };
 
 struct opt {
-    const char *flag;       /* without the leading "--" */
+    const char *flag; /* without the leading "--" */
     const char *env;
     enum opt_type type;
-    size_t off;             /* field in struct config */
-    size_t size;            /* for OPT_STR: size of the char array */
-    const char *def;        /* default, as text */
-    uint64_t min, max;      /* for OPT_U64 */
+    size_t off;        /* field in struct config */
+    size_t size;       /* for OPT_STR: size of the char array */
+    const char *def;   /* default, as text */
+    uint64_t min, max; /* for OPT_U64 */
     const char *doc;
 };
 
@@ -29,6 +29,7 @@ struct opt {
 #define DBL(f) OPT_DOUBLE, offsetof(struct config, f), 0
 
 /* One row per setting. Limits have a default and a range. */
+/* clang-format off */
 static const struct opt OPTS[] = {
     { "listen", "SANDBOXD_LISTEN", STR(listen), "127.0.0.1:7878", 0, 0,
       "Address to serve HTTP on, HOST:PORT. Beyond loopback a token is required." },
@@ -127,6 +128,7 @@ static const struct opt OPTS[] = {
     { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,
       "Memory a sandbox must have free for its init to start a command or process (the fork is charged to the sandbox, and in a memory cgroup full of files the OOM killer could only take the init); with less, 507 MEMORY_LIMIT. KiB; 0: no check." },
 };
+/* clang-format on */
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
 static int set_opt(struct config *c, const struct opt *o, const char *v, char *err, size_t errlen)
@@ -247,8 +249,7 @@ static int check_ceilings(const struct config *c, char *err, size_t errlen)
         }
     }
     if (c->cpus > c->max_cpus) {
-        snprintf(err, errlen, "--cpus %g is above its ceiling --max-cpus %g", c->cpus,
-                 c->max_cpus);
+        snprintf(err, errlen, "--cpus %g is above its ceiling --max-cpus %g", c->cpus, c->max_cpus);
         return -EINVAL;
     }
     return 0;
@@ -312,8 +313,10 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
     if ((rc = check_ceilings(c, err, errlen)))
         return rc;
     if (!config_is_loopback(c->host) && c->token[0] == '\0') {
-        snprintf(err, errlen, "refusing to listen on %s without a token: set --token or "
-                 "SANDBOXD_TOKEN, or listen on 127.0.0.1", c->host);
+        snprintf(err, errlen,
+                 "refusing to listen on %s without a token: set --token or "
+                 "SANDBOXD_TOKEN, or listen on 127.0.0.1",
+                 c->host);
         return -EINVAL;
     }
     return 0;
@@ -324,8 +327,8 @@ void config_usage(FILE *f)
     fprintf(f, "usage: sandboxd [--option value | --option=value]...\n\n"
                "Runs the sandboxd code interpreter service in the foreground.\n\n");
     for (size_t i = 0; i < NOPTS; i++)
-        fprintf(f, "  --%-22s %s\n  %-24s  [env %s, default '%s']\n", OPTS[i].flag, OPTS[i].doc,
-                "", OPTS[i].env, OPTS[i].def);
+        fprintf(f, "  --%-22s %s\n  %-24s  [env %s, default '%s']\n", OPTS[i].flag, OPTS[i].doc, "",
+                OPTS[i].env, OPTS[i].def);
     fprintf(f, "\n  --help, --help-markdown, --version\n");
 }
 

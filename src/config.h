@@ -15,8 +15,8 @@
 
 struct config {
     /* server */
-    char listen[128];            /* HOST:PORT as given */
-    char host[64];               /* parsed from listen */
+    char listen[128]; /* HOST:PORT as given */
+    char host[64];    /* parsed from listen */
     int port;
     char state_dir[512];
     char token[256];
@@ -67,7 +67,7 @@ struct config {
     uint64_t max_tmp_mb;
     uint64_t max_timeout_ms;
     uint64_t runtimes_tmpfs_mb;
-    uint64_t sandbox_buffer_bytes;  /* one budget per sandbox (budget.h) */
+    uint64_t sandbox_buffer_bytes; /* one budget per sandbox (budget.h) */
     /* the sandbox's init and the OOM killer (init_serve.c) */
     uint64_t spawn_reserve_kb;
 };

@@ -27,10 +27,13 @@ static const char *const LANG_NAMES[] = { "python", "javascript", "typescript" }
 
 int ctx_parse_lang(const char *s)
 {
-    static const struct { const char *name; int lang; } ALIASES[] = {
-        { "python", LANG_PYTHON }, { "python3", LANG_PYTHON },
-        { "javascript", LANG_JAVASCRIPT }, { "js", LANG_JAVASCRIPT }, { "node", LANG_JAVASCRIPT },
-        { "typescript", LANG_TYPESCRIPT }, { "ts", LANG_TYPESCRIPT },
+    static const struct {
+        const char *name;
+        int lang;
+    } ALIASES[] = {
+        { "python", LANG_PYTHON }, { "python3", LANG_PYTHON },  { "javascript", LANG_JAVASCRIPT },
+        { "js", LANG_JAVASCRIPT }, { "node", LANG_JAVASCRIPT }, { "typescript", LANG_TYPESCRIPT },
+        { "ts", LANG_TYPESCRIPT },
     };
     for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; i++)
         if (strcmp(s, ALIASES[i].name) == 0)
@@ -149,28 +152,34 @@ static void describe_end(const struct ctx_proc *p, char *how, size_t howlen)
 }
 
 /* The error of the run in flight when its incarnation ended, and its answer. */
-static void fail_current(struct context *c, struct ctx_run *r, const struct ctx_proc *p,
-                         bool oom, const char *how)
+static void fail_current(struct context *c, struct ctx_run *r, const struct ctx_proc *p, bool oom,
+                         const char *how)
 {
     r->state_lost = true;
     if (p->limit_why[0])
-        ctx_run_set_error(r, "OutputLimitError", "%s; the context was restarted with empty "
-                          "state", p->limit_why);
+        ctx_run_set_error(r, "OutputLimitError",
+                          "%s; the context was restarted with empty "
+                          "state",
+                          p->limit_why);
     else if (r->timed_out)
         ctx_run_set_error(r, "TimeoutError",
                           "the run did not finish within %llu ms and did not stop when "
                           "interrupted; the context was restarted with empty state",
                           (unsigned long long)r->timeout_ms);
     else if (r->interrupted)
-        ctx_run_set_error(r, "KeyboardInterrupt", "the run did not stop when interrupted; "
+        ctx_run_set_error(r, "KeyboardInterrupt",
+                          "the run did not stop when interrupted; "
                           "the context was restarted with empty state");
     else if (oom)
-        ctx_run_set_error(r, "OutOfMemoryError", "the context ran out of memory (sandbox "
+        ctx_run_set_error(r, "OutOfMemoryError",
+                          "the context ran out of memory (sandbox "
                           "limit %llu MiB) and was restarted with empty state",
                           (unsigned long long)c->sb->limits.memory_mb);
     else
-        ctx_run_set_error(r, "ContextDied", "the context's process %s; it was restarted "
-                          "with empty state", how);
+        ctx_run_set_error(r, "ContextDied",
+                          "the context's process %s; it was restarted "
+                          "with empty state",
+                          how);
     ctx_run_answer(r);
 }
 
@@ -257,12 +266,12 @@ void ctx_init(uv_loop_t *loop, const struct config *cfg)
     sbx_on_destroy(on_sandbox_destroy);
 }
 
-int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *env,
-               bool is_default, struct context **out, char *err, size_t errlen)
+int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *env, bool is_default,
+               struct context **out, char *err, size_t errlen)
 {
     if (sb->ncontexts >= ctx_cfg->max_contexts) {
-        snprintf(err, errlen, "sandbox '%s' has %u contexts, the limit (--max-contexts)",
-                 sb->id, sb->ncontexts);
+        snprintf(err, errlen, "sandbox '%s' has %u contexts, the limit (--max-contexts)", sb->id,
+                 sb->ncontexts);
         return -EMFILE;
     }
     struct context *c = calloc(1, sizeof *c);

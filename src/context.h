@@ -35,8 +35,8 @@
 enum ctx_lang { LANG_PYTHON = 0, LANG_JAVASCRIPT = 1, LANG_TYPESCRIPT = 2 };
 enum ctx_state { CTX_STARTING, CTX_IDLE, CTX_BUSY, CTX_DEAD };
 
-struct context;     /* one context; owned by its sandbox's list */
-struct ctx_run;     /* one queued run; owned by the engine until its sink's end returns */
+struct context; /* one context; owned by its sandbox's list */
+struct ctx_run; /* one queued run; owned by the engine until its sink's end returns */
 
 /* Daemon-wide set-up (registers the sandbox destroy hook). loop and cfg outlive it. */
 void ctx_init(uv_loop_t *loop, const struct config *cfg);
@@ -69,8 +69,8 @@ struct context *ctx_find_default(sandbox *sb, enum ctx_lang lang);
 /* Create a context and start its first incarnation (ctx_wait_ready says when it is
  * ready). 0 with *out set, or -errno with err set: -EMFILE at --max-contexts, -ENOENT,
  * -ENOTDIR or -EACCES for a cwd or program that cannot be used, others for the rest. */
-int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *env,
-               bool is_default, struct context **out, char *err, size_t errlen);
+int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *env, bool is_default,
+               struct context **out, char *err, size_t errlen);
 /* Remove a context: its process ends, its runs end with a ContextDied error saying why,
  * its waiters are told (ok false). c is invalid afterwards. */
 void ctx_delete(struct context *c, const char *why);
@@ -93,12 +93,12 @@ int ctx_interrupt(struct context *c, ctx_wait_cb cb, void *arg);
 
 /* How a run ended, for the sink's end. */
 struct ctx_run_end {
-    const char *run_id;         /* "exe-…" */
+    const char *run_id; /* "exe-…" */
     const char *context_id;
-    int exec_count;             /* the context's execution count after the run */
+    int exec_count; /* the context's execution count after the run */
     double duration_ms;
-    bool state_preserved;       /* false: the context's process died or was replaced */
-    json_t *error;              /* {"name","message","traceback"}, or NULL when none */
+    bool state_preserved; /* false: the context's process died or was replaced */
+    json_t *error;        /* {"name","message","traceback"}, or NULL when none */
 };
 
 /* Where a run's output goes. output and result return 0 to go on, or 1 to stop reading
@@ -122,8 +122,8 @@ struct ctx_sink {
 /* Queue a run of code (a JSON string) with env (the request's envVars: an object of
  * strings, JSON null, or NULL for none) on c, which is not dead; timeout_ms 0 is none. The engine holds references to code and env;
  * sink (static) and arg are used until sink->end. NULL when out of memory. */
-struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env,
-                              uint64_t timeout_ms, const struct ctx_sink *sink, void *arg);
+struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env, uint64_t timeout_ms,
+                              const struct ctx_sink *sink, void *arg);
 /* Read the context again if r is running (after a sink asked to pause, or to let the
  * sink's allowance decide again). */
 void ctx_run_resume(struct ctx_run *r);

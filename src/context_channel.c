@@ -180,7 +180,7 @@ static void on_run_message(struct context *c, struct ctx_run *r, const char *typ
 static void on_message(struct context *c, struct ctx_proc *p, const char *line, size_t n)
 {
     json_error_t je;
-    json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je);   /* output may hold NULs */
+    json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je); /* output may hold NULs */
     const char *type = msg ? json_string_value(json_object_get(msg, "type")) : NULL;
     if (!type) {
         log_warn("context %s: malformed channel message: %s", c->id, msg ? "no type" : je.text);
@@ -229,9 +229,9 @@ static void chan_eof(struct ctx_proc *p)
     }
     drain_output(p);
     if (p->zyg_pending || p->spawn_req)
-        return;                  /* the zygote's or init's answer will say what happened */
+        return; /* the zygote's or init's answer will say what happened */
     if (!p->jp && c && !p->exited)
-        ctx_proc_died(c, p);     /* nothing watches its exit: treat EOF as the end */
+        ctx_proc_died(c, p); /* nothing watches its exit: treat EOF as the end */
     else
         ctx_proc_kill(p);
 }
@@ -241,17 +241,20 @@ static void chan_eof(struct ctx_proc *p)
 static void line_refused(struct ctx_proc *p, int rc, size_t len)
 {
     if (rc == -ENOBUFS)
-        snprintf(p->limit_why, sizeof p->limit_why, "a message of the context (a "
+        snprintf(p->limit_why, sizeof p->limit_why,
+                 "a message of the context (a "
                  "result) reached %zu bytes, more than its sandbox's buffer budget "
                  "has left (--sandbox-buffer-bytes %llu, %llu bytes held for the "
-                 "sandbox)", len, (unsigned long long)budget_cap(p->bg),
+                 "sandbox)",
+                 len, (unsigned long long)budget_cap(p->bg),
                  (unsigned long long)budget_used(p->bg));
     else
-        snprintf(p->limit_why, sizeof p->limit_why, "a message of the context (a "
+        snprintf(p->limit_why, sizeof p->limit_why,
+                 "a message of the context (a "
                  "result) exceeds --max-result-bytes (%llu bytes)",
                  (unsigned long long)ctx_cfg->max_result_bytes);
     log_warn("context %s: %s", p->ctx->id, p->limit_why);
-    buf_free(&p->line);   /* given back now, not when the process is reaped */
+    buf_free(&p->line); /* given back now, not when the process is reaped */
     p->dying = true;
     ctx_proc_kill(p);
 }

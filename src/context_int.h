@@ -37,21 +37,21 @@
 #include "sandbox.h"
 
 struct ctx_proc {
-    struct context *ctx;        /* NULL once detached */
-    jail_proc *jp;              /* watches the exit; NULL once reaped */
+    struct context *ctx; /* NULL once detached */
+    jail_proc *jp;       /* watches the exit; NULL once reaped */
     uv_pipe_t chan, out, err;
     bool chan_open, out_open, err_open;
     int handles;
     bool exited, ready, dying;
-    uint64_t oom_base;          /* the sandbox's OOM-kill count when this incarnation began */
-    bool zyg_pending;           /* the zygote has not answered the fork yet */
-    jail_req *spawn_req;        /* Node: the sandbox's init has not started it yet */
-    char why[160];              /* the zygote's reason when the fork failed */
-    pid_t host_pid;             /* from the zygote, until the process is adopted */
+    uint64_t oom_base;   /* the sandbox's OOM-kill count when this incarnation began */
+    bool zyg_pending;    /* the zygote has not answered the fork yet */
+    jail_req *spawn_req; /* Node: the sandbox's init has not started it yet */
+    char why[160];       /* the zygote's reason when the fork failed */
+    pid_t host_pid;      /* from the zygote, until the process is adopted */
     int status;
-    buf line;                   /* channel bytes up to the next newline, charged to bg */
-    budget *bg;                 /* the sandbox's budget; one reference */
-    char limit_why[256];        /* why a channel message was refused (OutputLimitError) */
+    buf line;            /* channel bytes up to the next newline, charged to bg */
+    budget *bg;          /* the sandbox's budget; one reference */
+    char limit_why[256]; /* why a channel message was refused (OutputLimitError) */
     int nspid;
     uint64_t started_ns;
 };
@@ -60,9 +60,9 @@ struct ctx_run {
     struct ctx_run *next;
     struct context *ctx;
     const struct ctx_sink *sink;
-    void *arg;                  /* the sink's */
+    void *arg; /* the sink's */
     char id[40];
-    json_t *code, *env;         /* one reference each (env may be NULL) */
+    json_t *code, *env; /* one reference each (env may be NULL) */
     uint64_t timeout_ms;
     json_t *error;
     bool timed_out, interrupted, killed, state_lost, paused;
@@ -92,10 +92,10 @@ struct context {
     struct ctx_proc *proc;
     struct ctx_run *cur, *q_head, *q_tail;
     struct ctx_waiter *waiters;
-    uv_timer_t timer;           /* start timeout, run timeout, kill grace */
+    uv_timer_t timer; /* start timeout, run timeout, kill grace */
     bool deleting;
-    bool ever_ready;            /* an incarnation that never got ready is not retried */
-    struct context *next;       /* the sandbox's list */
+    bool ever_ready;      /* an incarnation that never got ready is not retried */
+    struct context *next; /* the sandbox's list */
 };
 
 /* Set by ctx_init. */

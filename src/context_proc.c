@@ -61,9 +61,9 @@ void ctx_proc_kill(struct ctx_proc *p)
     if (p->jp)
         jail_proc_kill(p->jp, SIGKILL);
     else if (p->host_pid > 0)
-        kill(p->host_pid, SIGKILL);    /* a zygote child not adopted yet */
+        kill(p->host_pid, SIGKILL); /* a zygote child not adopted yet */
     else if (p->spawn_req) {
-        jail_cancel(p->spawn_req);     /* not started yet: the jail ends it if it starts */
+        jail_cancel(p->spawn_req); /* not started yet: the jail ends it if it starts */
         p->spawn_req = NULL;
     }
 }
@@ -99,9 +99,9 @@ static void zyg_forked(pid_t pid, pid_t ns_pid, const char *msg, void *arg)
         p->host_pid = pid;
         p->nspid = ns_pid;
         if (!p->ctx)
-            ctx_proc_kill(p);   /* deleted while it was being forked */
+            ctx_proc_kill(p); /* deleted while it was being forked */
         else if (jail_adopt_child(p->ctx->sb->jail, pid, ns_pid, proc_exit_cb, p, &p->jp))
-            p->jp = NULL;   /* already gone: its channel's EOF will tell */
+            p->jp = NULL; /* already gone: its channel's EOF will tell */
     } else if (p->ctx) {
         log_warn("context %s: the zygote could not fork it: %s", p->ctx->id, msg ? msg : "");
         snprintf(p->why, sizeof p->why, "%s", msg ? msg : strerror(-pid));
@@ -118,7 +118,7 @@ static void node_spawned(jail_proc *jp, int rc, const char *msg, void *arg)
     if (!rc) {
         p->jp = jp;
         if (!p->ctx)
-            ctx_proc_kill(p);   /* let go of while it was being started */
+            ctx_proc_kill(p); /* let go of while it was being started */
     } else if (p->ctx) {
         log_warn("context %s: could not start node: %s", p->ctx->id, msg ? msg : "");
         snprintf(p->why, sizeof p->why, "%s", msg ? msg : strerror(-rc));
@@ -155,12 +155,15 @@ static int spawn_child(struct context *c, struct ctx_proc *p, char **envp,
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     const char *argv[] = { "/usr/bin/node", "/opt/sandboxd/node/kernel.js", NULL };
     struct jail_spawn_opts so = {
-        .argv = argv, .envp = (const char *const *)envp, .cwd = c->cwd,
-        .stdin_fd = devnull, .stdout_fd = fds->out, .stderr_fd = fds->err,
+        .argv = argv,
+        .envp = (const char *const *)envp,
+        .cwd = c->cwd,
+        .stdin_fd = devnull,
+        .stdout_fd = fds->out,
+        .stderr_fd = fds->err,
         .extra_fd = fds->chan,
     };
-    rc = jail_spawn(c->sb->jail, &so, node_spawned, proc_exit_cb, p, &p->spawn_req, err,
-                    errlen);
+    rc = jail_spawn(c->sb->jail, &so, node_spawned, proc_exit_cb, p, &p->spawn_req, err, errlen);
     close(devnull);
     return rc;
 }
@@ -189,8 +192,8 @@ int ctx_proc_start(struct context *c, char *err, size_t errlen)
     int rc = 0;
     char **envp = NULL;
     struct ctx_proc *p = calloc(1, sizeof *p);
-    if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ||
-        pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
+    if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) || pipe2(po, O_CLOEXEC) ||
+        pipe2(pe, O_CLOEXEC)) {
         rc = -errno;
         snprintf(err, errlen, "cannot create the context's pipes: %s", strerror(errno));
         goto fail;
@@ -221,9 +224,12 @@ int ctx_proc_start(struct context *c, char *err, size_t errlen)
 fail:
     free(envp);
     for (int i = 0; i < 2; i++) {
-        if (sv[i] >= 0) close(sv[i]);
-        if (po[i] >= 0) close(po[i]);
-        if (pe[i] >= 0) close(pe[i]);
+        if (sv[i] >= 0)
+            close(sv[i]);
+        if (po[i] >= 0)
+            close(po[i]);
+        if (pe[i] >= 0)
+            close(pe[i]);
     }
     if (p) {
         buf_free(&p->line);

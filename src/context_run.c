@@ -89,8 +89,8 @@ void ctx_run_next(struct context *c)
         uv_timer_start(&c->timer, ctx_timer_cb, r->timeout_ms, 0);
 }
 
-struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env,
-                              uint64_t timeout_ms, const struct ctx_sink *sink, void *arg)
+struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env, uint64_t timeout_ms,
+                              const struct ctx_sink *sink, void *arg)
 {
     struct ctx_run *r = calloc(1, sizeof *r);
     if (!r || stamp_id(r->id, sizeof r->id, "exe-")) {
@@ -143,7 +143,8 @@ void ctx_timer_cb(uv_timer_t *t)
         log_warn("context %s did not get ready within %llu ms", c->id,
                  (unsigned long long)ctx_cfg->context_start_timeout_ms);
         if (p && !p->why[0])
-            snprintf(p->why, sizeof p->why, "it did not get ready within %llu ms "
+            snprintf(p->why, sizeof p->why,
+                     "it did not get ready within %llu ms "
                      "(--context-start-timeout-ms)",
                      (unsigned long long)ctx_cfg->context_start_timeout_ms);
         if (p)

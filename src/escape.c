@@ -8,7 +8,7 @@
 
 enum { STEP_INVALID = 0, STEP_VALID = 1, STEP_INCOMPLETE = -1 };
 
-static const char REPLACEMENT[] = "\xEF\xBF\xBD";   /* U+FFFD in UTF-8 */
+static const char REPLACEMENT[] = "\xEF\xBF\xBD"; /* U+FFFD in UTF-8 */
 
 /* Decode one sequence at s (n > 0 bytes available). Sets *used to the bytes of a valid
  * sequence, of the maximal ill-formed subpart, or of the incomplete prefix. */
@@ -24,17 +24,17 @@ static int utf8_step(const unsigned char *s, size_t n, size_t *used)
     if (c >= 0xC2 && c <= 0xDF)
         need = 1;
     else if (c == 0xE0)
-        need = 2, lo = 0xA0;                 /* no overlong 3-byte forms */
+        need = 2, lo = 0xA0; /* no overlong 3-byte forms */
     else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
         need = 2;
     else if (c == 0xED)
-        need = 2, hi = 0x9F;                 /* no UTF-16 surrogates */
+        need = 2, hi = 0x9F; /* no UTF-16 surrogates */
     else if (c == 0xF0)
-        need = 3, lo = 0x90;                 /* no overlong 4-byte forms */
+        need = 3, lo = 0x90; /* no overlong 4-byte forms */
     else if (c >= 0xF1 && c <= 0xF3)
         need = 3;
     else if (c == 0xF4)
-        need = 3, hi = 0x8F;                 /* nothing above U+10FFFF */
+        need = 3, hi = 0x8F; /* nothing above U+10FFFF */
     else {
         *used = 1;
         return STEP_INVALID;

@@ -45,7 +45,7 @@
 #define READ_MIN 16384
 #define READ_FLOOR 4096
 #define EVENT_SLACK 512
-#define ESCAPED(n) ((size_t)(n) * 6 + EVENT_SLACK)
+#define ESCAPED(n) ((size_t)(n)*6 + EVENT_SLACK)
 
 /* The JSON that opens a plain response; the stdout buffer leaves room for it. */
 static const char RESP_HEAD[] = "{\"stdout\":\"";
@@ -53,40 +53,40 @@ static const char RESP_HEAD[] = "{\"stdout\":\"";
 struct exec_pipe {
     uv_pipe_t h;
     bool open;
-    bool cut;               /* plain: nothing more is kept (a cap was reached) */
-    size_t raw;             /* plain: bytes of output kept, before escaping */
+    bool cut;   /* plain: nothing more is kept (a cap was reached) */
+    size_t raw; /* plain: bytes of output kept, before escaping */
     esc_carry carry;
-    buf kept;               /* plain: the output so far, JSON-escaped */
-    const char *name;       /* "stdout" / "stderr" */
+    buf kept;         /* plain: the output so far, JSON-escaped */
+    const char *name; /* "stdout" / "stderr" */
     struct exec_run *run;
 };
 
 struct exec_run {
-    cmd_sink *sink;         /* NULL once it had its final call */
-    sandbox *sb;            /* NULL once the process exited (the sandbox may go away) */
+    cmd_sink *sink; /* NULL once it had its final call */
+    sandbox *sb;    /* NULL once the process exited (the sandbox may go away) */
     const struct config *cfg;
     bool streaming;
     jail_proc *proc;
     bool exited, paused, timed_out, truncated, oom, finished;
-    bool starved;           /* SSE: waiting for room in the budget (bw) or an empty queue */
-    const char *truncated_by;   /* the setting that cut the output */
-    budget *bg;             /* the sandbox's budget; one reference */
-    budget_waiter bw;       /* SSE: queued while reading waits for room in bg */
+    bool starved;             /* SSE: waiting for room in the budget (bw) or an empty queue */
+    const char *truncated_by; /* the setting that cut the output */
+    budget *bg;               /* the sandbox's budget; one reference */
+    budget_waiter bw;         /* SSE: queued while reading waits for room in bg */
     int status;
     struct exec_pipe out, err;
     uv_pipe_t in;
     bool in_open;
     uv_write_t inw;
     char *stdin_data;
-    size_t stdin_held;      /* the copy of stdin, charged to bg until written */
+    size_t stdin_held; /* the copy of stdin, charged to bg until written */
     uv_timer_t timer;
-    int handles;            /* libuv handles not yet closed */
+    int handles; /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
     /* until the sandbox's init has started the command (exec_started) */
     jail_req *start;
     int out_fd[2], in_fd;
     uint64_t timeout;
-    char cwd[sizeof ((struct cmd_request *)0)->cwd];
+    char cwd[sizeof((struct cmd_request *)0)->cwd];
 };
 
 int exec_exit_code(int status, const char **signame)
@@ -158,8 +158,8 @@ static void run_finish(struct exec_run *r)
         buf_init(&b, 4096);
         s->ops->text(s, "stdout", &r->out.carry, "", 0, true);
         s->ops->text(s, "stderr", &r->err.carry, "", 0, true);
-        int rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code,
-                            ms, r->timed_out ? "true" : "false");
+        int rc = buf_printf(&b, "{\"exitCode\":%d,\"durationMs\":%.3f,\"timedOut\":%s", code, ms,
+                            r->timed_out ? "true" : "false");
         if (!rc && sig)
             rc = buf_printf(&b, ",\"signal\":\"SIG%s\"", sig);
         if (!rc && r->oom)
@@ -177,7 +177,7 @@ static void run_finish(struct exec_run *r)
         buf_set_budget(b, NULL);
         size_t hl = sizeof RESP_HEAD - 1;
         int rc = esc_json(b, &r->out.carry, "", 0, true);
-        rc = rc ? rc : buf_append(b, RESP_HEAD, hl);    /* room, then moved to the front */
+        rc = rc ? rc : buf_append(b, RESP_HEAD, hl); /* room, then moved to the front */
         if (!rc) {
             memmove(b->data + hl, b->data, b->len - hl);
             memcpy(b->data, RESP_HEAD, hl);
@@ -186,10 +186,12 @@ static void run_finish(struct exec_run *r)
         rc = rc ? rc : buf_append(b, r->err.kept.data, r->err.kept.len);
         rc = rc ? rc : esc_json(b, &r->err.carry, "", 0, true);
         buf_free(&r->err.kept);
-        rc = rc ? rc : buf_printf(b, "\",\"exitCode\":%d,\"success\":%s,\"durationMs\":%.3f,"
-                                  "\"timedOut\":%s,\"truncated\":%s", code,
-                                  code == 0 && !r->timed_out ? "true" : "false", ms,
-                                  r->timed_out ? "true" : "false", r->truncated ? "true" : "false");
+        rc = rc ? rc
+                : buf_printf(b,
+                             "\",\"exitCode\":%d,\"success\":%s,\"durationMs\":%.3f,"
+                             "\"timedOut\":%s,\"truncated\":%s",
+                             code, code == 0 && !r->timed_out ? "true" : "false", ms,
+                             r->timed_out ? "true" : "false", r->truncated ? "true" : "false");
         if (!rc && r->truncated_by)
             rc = buf_printf(b, ",\"truncatedBy\":\"%s\"", r->truncated_by);
         if (!rc && sig)
@@ -224,7 +226,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
         n = fit < READ_MIN ? 0 : fit < n ? (size_t)fit : n;
         const cmd_sink *s = p->run->sink;
         if (s && s->ops->gone(s))
-            n = sizeof chunk;   /* nothing is kept for a client that is gone */
+            n = sizeof chunk; /* nothing is kept for a client that is gone */
         else if (n == 0 && s && s->ops->queued(s) == 0)
             n = READ_FLOOR;
     }
@@ -276,7 +278,7 @@ static void keep_output(struct exec_run *r, struct exec_pipe *p, const char *d, 
             p->raw += take;
         }
     } else if (take) {
-        why = "max-output-bytes";   /* already cut: the reason was recorded then */
+        why = "max-output-bytes"; /* already cut: the reason was recorded then */
     }
     if (why) {
         p->cut = true;
@@ -299,7 +301,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         r->bw.arg = r;
         budget_wait(r->bg, &r->bw);
         r->starved = true;
-        if (r->sink)   /* so that exec_resume comes when the queue has gone */
+        if (r->sink) /* so that exec_resume comes when the queue has gone */
             r->sink->ops->wait_drain(r->sink);
         return;
     }
@@ -325,7 +327,7 @@ void exec_resume(exec_run *r)
 {
     r->paused = false;
     r->starved = false;
-    set_reading(r, true);   /* alloc_cb decides what the budget allows */
+    set_reading(r, true); /* alloc_cb decides what the budget allows */
 }
 
 static void kill_group(struct exec_run *r)
@@ -349,7 +351,7 @@ void exec_abort(exec_run *r)
     budget_cancel(r->bg, &r->bw);
     if (r->paused || r->starved) {
         r->paused = r->starved = false;
-        set_reading(r, true);   /* nobody reads the stream now: drain and discard */
+        set_reading(r, true); /* nobody reads the stream now: drain and discard */
     }
 }
 
@@ -392,13 +394,13 @@ static void stdin_written(uv_write_t *w, int status)
 {
     struct exec_run *r = w->data;
     (void)status;
-    free(r->stdin_data);      /* written (or refused): given back now */
+    free(r->stdin_data); /* written (or refused): given back now */
     r->stdin_data = NULL;
     budget_release(r->bg, r->stdin_held);
     r->stdin_held = 0;
     if (r->in_open) {
         r->in_open = false;
-        uv_close((uv_handle_t *)&r->in, handle_closed);   /* EOF for the command */
+        uv_close((uv_handle_t *)&r->in, handle_closed); /* EOF for the command */
     }
 }
 
@@ -466,16 +468,16 @@ static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
     set_reading(r, true);
 }
 
-int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
-               cmd_sink *sink, exec_run **out, char *err, size_t errlen)
+int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o, cmd_sink *sink,
+               exec_run **out, char *err, size_t errlen)
 {
     size_t stdin_len = o->stdin_data ? strlen(o->stdin_data) : 0;
     if (budget_charge(sb->budget, stdin_len))
         return EXEC_NO_ROOM;
     struct exec_run *r = calloc(1, sizeof *r);
     int pi[2] = { -1, -1 }, fds[2];
-    if (!r || (o->stdin_data &&
-               (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(o->stdin_data))))) {
+    if (!r ||
+        (o->stdin_data && (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(o->stdin_data))))) {
         int e = errno;
         if (pi[0] >= 0) {
             close(pi[0]);
@@ -497,8 +499,7 @@ int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
     r->timeout = o->timeout_ms;
     r->in_fd = pi[1];
     snprintf(r->cwd, sizeof r->cwd, "%s", o->cmd->cwd);
-    int rc = cmd_spawn(sb, o->cmd, pi[0], exec_started, exit_cb, r, &r->start, fds, err,
-                       errlen);
+    int rc = cmd_spawn(sb, o->cmd, pi[0], exec_started, exit_cb, r, &r->start, fds, err, errlen);
     if (pi[0] >= 0)
         close(pi[0]);
     if (rc) {

@@ -30,15 +30,15 @@ typedef struct exec_run exec_run;
 
 struct exec_opts {
     const struct cmd_request *cmd;
-    const char *stdin_data;     /* NULL: stdin is /dev/null; copied */
-    uint64_t timeout_ms;        /* 0: none */
-    bool streaming;             /* events to the sink rather than one JSON answer */
+    const char *stdin_data; /* NULL: stdin is /dev/null; copied */
+    uint64_t timeout_ms;    /* 0: none */
+    bool streaming;         /* events to the sink rather than one JSON answer */
 };
 
 /* exec_start's refusals that are not an errno of the start itself */
 enum {
-    EXEC_NO_ROOM = 1,           /* stdin does not fit in the sandbox's budget (budget.h) */
-    EXEC_NO_SETUP = 2,          /* out of memory or pipes; err says why */
+    EXEC_NO_ROOM = 1,  /* stdin does not fit in the sandbox's budget (budget.h) */
+    EXEC_NO_SETUP = 2, /* out of memory or pipes; err says why */
 };
 
 /* Start the command o describes in sb, its output to sink. 0: started asynchronously,
@@ -46,8 +46,8 @@ enum {
  * output and a final end/answer; the caller keeps sink alive until then. Else nothing
  * was started and the sink is not called: EXEC_NO_ROOM, EXEC_NO_SETUP, or -errno from
  * cmd_spawn with err set. */
-int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
-               cmd_sink *sink, exec_run **out, char *err, size_t errlen);
+int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o, cmd_sink *sink,
+               exec_run **out, char *err, size_t errlen);
 /* The sink's receiver has taken what was queued: read on (after a write returned 1 or
  * after wait_drain). */
 void exec_resume(exec_run *r);

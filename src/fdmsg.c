@@ -52,16 +52,17 @@ void fdmsg_close(int *fds, int *nfds)
     *nfds = 0;
 }
 
-ssize_t fdmsg_recv(int fd, void *hdr, size_t hlen, void *buf, size_t cap, int *fds,
-                   int maxfds, int *nfds, int flags)
+ssize_t fdmsg_recv(int fd, void *hdr, size_t hlen, void *buf, size_t cap, int *fds, int maxfds,
+                   int *nfds, int flags)
 {
     struct iovec iov[2] = {
         { .iov_base = hdr, .iov_len = hlen },
         { .iov_base = buf, .iov_len = cap },
     };
     union fdmsg_cmsg u;
-    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-                        .msg_controllen = sizeof u.buf };
+    struct msghdr m = {
+        .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof u.buf
+    };
     ssize_t r;
     *nfds = 0;
     do

@@ -21,8 +21,8 @@ int fdmsg_send(int fd, const void *hdr, size_t hlen, const void *payload, size_t
 /* Receive one datagram: the first hlen bytes into hdr, the rest (at most cap) into buf;
  * descriptors into fds (room for maxfds; extras are closed). Returns the datagram's size,
  * 0 at EOF, -EAGAIN, -EBADMSG when it was cut (its fds closed, *nfds = 0) or -errno. */
-ssize_t fdmsg_recv(int fd, void *hdr, size_t hlen, void *buf, size_t cap, int *fds,
-                   int maxfds, int *nfds, int flags);
+ssize_t fdmsg_recv(int fd, void *hdr, size_t hlen, void *buf, size_t cap, int *fds, int maxfds,
+                   int *nfds, int flags);
 
 /* Close the descriptors of a datagram that is refused. */
 void fdmsg_close(int *fds, int *nfds);

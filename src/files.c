@@ -42,8 +42,7 @@ int files_normalize(const char *in, char *rel, size_t rellen, char *err, size_t 
     if (s[0] == '/') {
         size_t wl = sizeof WS - 1;
         if (strncmp(s, WS, wl) != 0 || (s[wl] != '\0' && s[wl] != '/'))
-            return set_err(err, errlen, "is outside /workspace (only /workspace is reachable)",
-                           in);
+            return set_err(err, errlen, "is outside /workspace (only /workspace is reachable)", in);
         s += wl;
     }
     size_t o = 0;
@@ -92,8 +91,7 @@ int files_openat2(int dirfd, const char *rel, int flags, mode_t mode)
     struct open_how how = {
         .flags = (uint64_t)(flags | O_CLOEXEC),
         .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                   RESOLVE_NO_XDEV,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
     };
     const char *p = rel[0] ? rel : ".";
     for (int tries = 0; tries < 8; tries++) {
@@ -106,8 +104,8 @@ int files_openat2(int dirfd, const char *rel, int flags, mode_t mode)
     return -EAGAIN;
 }
 
-int files_open_parent(int root, const char *rel, bool mkparents, uid_t uid, gid_t gid,
-                      int *pfd, const char **name)
+int files_open_parent(int root, const char *rel, bool mkparents, uid_t uid, gid_t gid, int *pfd,
+                      const char **name)
 {
     const char *slash = strrchr(rel, '/');
     *name = slash ? slash + 1 : rel;
@@ -176,7 +174,7 @@ int files_mkdirs(int root, const char *rel, uid_t uid, gid_t gid, bool *created)
         }
         int next = files_openat2(cur, name, O_PATH | O_DIRECTORY, 0);
         if (next < 0) {
-            rc = next == -ENOTDIR ? -EEXIST : next;   /* a file is in the way */
+            rc = next == -ENOTDIR ? -EEXIST : next; /* a file is in the way */
             break;
         }
         close(cur);

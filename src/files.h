@@ -34,8 +34,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define FILES_PATH_MAX 4096     /* longest path accepted, as the sandbox writes it */
-#define FILES_NAME_MAX 255      /* longest single name */
+#define FILES_PATH_MAX 4096 /* longest path accepted, as the sandbox writes it */
+#define FILES_NAME_MAX 255  /* longest single name */
 
 /* Normalise a sandbox path into rel (relative to the workspace, "" for the workspace
  * itself; no leading or trailing '/', no empty, "." or ".." components). Returns 0, or
@@ -57,8 +57,8 @@ int files_openat2(int dirfd, const char *rel, int flags, mode_t mode);
  * With mkparents, missing directories are created (mode 0755, chowned to uid:gid), one
  * component at a time, each opened confined before the next is made. *name points into
  * rel. Returns 0 or -errno. */
-int files_open_parent(int root, const char *rel, bool mkparents, uid_t uid, gid_t gid,
-                      int *pfd, const char **name);
+int files_open_parent(int root, const char *rel, bool mkparents, uid_t uid, gid_t gid, int *pfd,
+                      const char **name);
 
 /* mkdir -p of rel (not ""). *created tells whether the last directory was made now.
  * -EEXIST when something other than a directory is in the way. */

@@ -94,11 +94,11 @@ void http_conn_shed_set(http_conn *c, enum shed_tier t)
 static int shed_one(http_server *s)
 {
     static const char *const why[SHED_TIERS] = { "never sent a request",
-                                                  "had not finished its request's headers",
-                                                  "was idle",
-                                                  "was draining an answered request's body",
-                                                  "was closing, its client not reading",
-                                                  "was still sending a request's body" };
+                                                 "had not finished its request's headers",
+                                                 "was idle",
+                                                 "was draining an answered request's body",
+                                                 "was closing, its client not reading",
+                                                 "was still sending a request's body" };
     for (int t = 0; t < SHED_TIERS; t++) {
         http_conn *v = s->shed[t].head;
         if (!v)
@@ -106,7 +106,7 @@ static int shed_one(http_server *s)
         s->nshed++;
         log_debug("connection table full: closing the oldest connection that %s", why[t]);
         if (t == SHED_LINGER)
-            conn_close_handles(v);   /* already closing: drop what it still had to send */
+            conn_close_handles(v); /* already closing: drop what it still had to send */
         else
             conn_close_how(v, false);
         return 1;
@@ -173,17 +173,17 @@ static void timer_cb(uv_timer_t *t)
         http_req *r = c->req;
         if (r->body_streaming && !r->body_complete && !r->body_paused) {
             log_info("%s %s: the client stopped sending its body", r->method_name, r->path);
-            http_conn_close(c);   /* aborts the request: its handler gets on_abort */
+            http_conn_close(c); /* aborts the request: its handler gets on_abort */
         }
         return;
     }
     if (c->req && c->first_deadline)
         http_conn_fail(c, 408, "REQUEST_TIMEOUT",
-                  "the first request was not complete within %llu ms of connecting",
-                  (unsigned long long)c->srv->lim.first_request_timeout_ms);
+                       "the first request was not complete within %llu ms of connecting",
+                       (unsigned long long)c->srv->lim.first_request_timeout_ms);
     else if (c->req)
         http_conn_fail(c, 408, "REQUEST_TIMEOUT", "the request was not complete within %llu ms",
-                  (unsigned long long)c->srv->lim.header_timeout_ms);
+                       (unsigned long long)c->srv->lim.header_timeout_ms);
     else
         http_conn_close(c);
 }
@@ -283,8 +283,9 @@ static void on_connection(uv_stream_t *server, int status)
     metrics_connection(+1);
     if (s->nlive + s->nlinger > s->lim.max_connections && !shed_one(s)) {
         http_conn_fail(c, 429, "LIMIT_REACHED",
-                  "the server has %llu connections open, its limit, each with a request in "
-                  "progress", (unsigned long long)s->lim.max_connections);
+                       "the server has %llu connections open, its limit, each with a request in "
+                       "progress",
+                       (unsigned long long)s->lim.max_connections);
         return;
     }
     http_conn_shed_set(c, SHED_FRESH);
@@ -296,8 +297,8 @@ static void on_connection(uv_stream_t *server, int status)
 /* ---- server ---- */
 
 int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int port,
-                      const struct http_limits *lim, http_dispatch_fn fn, void *arg,
-                      char *err, size_t errlen)
+                      const struct http_limits *lim, http_dispatch_fn fn, void *arg, char *err,
+                      size_t errlen)
 {
     struct sockaddr_storage addr;
     int rc;

@@ -55,8 +55,8 @@ struct http_limits {
     uint64_t header_timeout_ms;
     uint64_t idle_timeout_ms;
     uint64_t max_connections;
-    uint64_t stream_buffer_bytes;   /* queued bytes at which a stream asks to pause */
-    uint64_t first_request_timeout_ms;  /* accept to a complete first request; 0: header's */
+    uint64_t stream_buffer_bytes;      /* queued bytes at which a stream asks to pause */
+    uint64_t first_request_timeout_ms; /* accept to a complete first request; 0: header's */
 };
 
 typedef struct http_server http_server;
@@ -71,40 +71,40 @@ typedef void (*http_body_cb)(http_req *req, const char *data, size_t len, void *
 
 struct http_req {
     http_conn *conn;
-    int method;                 /* llhttp_method_t */
+    int method; /* llhttp_method_t */
     const char *method_name;
-    char *target;               /* request target as sent, NUL-terminated */
-    char *path;                 /* target up to '?', NUL-terminated (a copy) */
-    const char *query;          /* after '?', or "" */
+    char *target;      /* request target as sent, NUL-terminated */
+    char *path;        /* target up to '?', NUL-terminated (a copy) */
+    const char *query; /* after '?', or "" */
     buf body;
-    char authorization[512];    /* "" when absent; longer values are refused with 431 */
+    char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
-    bool want_sse;              /* Accept names text/event-stream */
+    bool want_sse; /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
-    uint64_t content_length;    /* when has_content_length */
+    uint64_t content_length; /* when has_content_length */
     uint64_t start_ns;
-    int status;                 /* status sent, for the access log and metrics */
-    const char *route;          /* route pattern, set by the router, for metrics */
+    int status;        /* status sent, for the access log and metrics */
+    const char *route; /* route pattern, set by the router, for metrics */
     /* set by an asynchronous handler */
-    http_req_cb on_abort;       /* the client went away; stop producing */
-    http_req_cb on_drain;       /* a paused stream may write again */
+    http_req_cb on_abort; /* the client went away; stop producing */
+    http_req_cb on_drain; /* a paused stream may write again */
     void *cb_arg;
-    struct budget *budget;      /* charged with the response bytes queued (http_req_set_budget) */
+    struct budget *budget; /* charged with the response bytes queued (http_req_set_budget) */
     /* set by the handler of a streamed-body request (body_streaming) */
-    http_body_cb on_body;       /* a piece of the body arrived */
-    http_req_cb on_body_end;    /* the whole body arrived */
-    bool body_streaming;        /* dispatched at headers-complete; the body follows */
-    bool body_complete;         /* every byte of a streamed body was delivered */
-    bool body_paused;           /* http_body_pause() is in force */
+    http_body_cb on_body;    /* a piece of the body arrived */
+    http_req_cb on_body_end; /* the whole body arrived */
+    bool body_streaming;     /* dispatched at headers-complete; the body follows */
+    bool body_complete;      /* every byte of a streamed body was delivered */
+    bool body_paused;        /* http_body_pause() is in force */
     /* internal state */
-    bool responded;             /* a status line went out */
-    bool streaming;             /* chunked body in progress */
-    bool finished;              /* complete; the conn may move to the next request */
+    bool responded; /* a status line went out */
+    bool streaming; /* chunked body in progress */
+    bool finished;  /* complete; the conn may move to the next request */
     bool aborted;
-    bool paused;                /* last stream write asked the producer to pause */
-    bool stream_sized;          /* streamed with Content-Length, not chunked */
-    uint64_t stream_left;       /* bytes still owed on a sized stream */
+    bool paused;          /* last stream write asked the producer to pause */
+    bool stream_sized;    /* streamed with Content-Length, not chunked */
+    uint64_t stream_left; /* bytes still owed on a sized stream */
 };
 
 /* Called for every complete request. The handler must eventually complete the request. */
@@ -114,24 +114,24 @@ typedef void (*http_dispatch_fn)(http_req *req, void *arg);
 typedef bool (*http_body_hook_fn)(const http_req *req, void *arg);
 
 int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int port,
-                      const struct http_limits *lim, http_dispatch_fn fn, void *arg,
-                      char *err, size_t errlen);
+                      const struct http_limits *lim, http_dispatch_fn fn, void *arg, char *err,
+                      size_t errlen);
 /* Stop accepting, abort in-flight requests, close every connection; done runs when all
  * handles are closed. */
 void http_server_stop(http_server *s, void (*done)(void *arg), void *arg);
 /* Install the body hook (arg is the dispatch arg). Without one, every body is buffered. */
 void http_server_set_body_hook(http_server *s, http_body_hook_fn fn);
-int http_server_port(const http_server *s);    /* the bound port (useful with port 0) */
+int http_server_port(const http_server *s); /* the bound port (useful with port 0) */
 uint64_t http_open_connections(const http_server *s);
-uint64_t http_connections_shed(const http_server *s);   /* closed to make room, so far */
+uint64_t http_connections_shed(const http_server *s); /* closed to make room, so far */
 
 /* Whole responses. Each completes the request. body is copied. */
-void http_respond(http_req *req, int status, const char *content_type,
-                  const void *body, size_t len, const char *extra_headers);
+void http_respond(http_req *req, int status, const char *content_type, const void *body, size_t len,
+                  const char *extra_headers);
 /* The same, but body (malloc'd) is handed over: written without a copy and freed once
  * written (or at once when it cannot be). */
-void http_respond_take(http_req *req, int status, const char *content_type, char *body,
-                       size_t len, const char *extra_headers);
+void http_respond_take(http_req *req, int status, const char *content_type, char *body, size_t len,
+                       const char *extra_headers);
 /* From now on, response bytes queued for req (whole or streamed) are charged to bg
  * (budget.h) until the socket has taken them; req holds a reference to bg. */
 void http_req_set_budget(http_req *req, struct budget *bg);
@@ -154,8 +154,8 @@ void http_stream_end(http_req *req);
  * sends raw bytes (anything past length is dropped) and http_stream_end completes it; if
  * fewer than length bytes were written, the connection is closed so the client sees a
  * short body rather than a wrong one. */
-int http_stream_begin_sized(http_req *req, int status, const char *content_type,
-                            uint64_t length, const char *extra_headers);
+int http_stream_begin_sized(http_req *req, int status, const char *content_type, uint64_t length,
+                            const char *extra_headers);
 
 /* Streamed request bodies: stop delivering on_body (the connection stops reading once its
  * pending buffer is full) until http_body_resume. Both are no-ops on other requests. */

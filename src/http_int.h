@@ -21,19 +21,19 @@
 
 #define READ_BUF_SIZE 65536
 #define PENDING_CAP (256 * 1024)
-#define HEADER_NAME_CAP 64      /* longer header names are never ones we read */
-#define DISCARD_CAP (8u << 20)  /* body bytes read and dropped after an early response */
+#define HEADER_NAME_CAP 64     /* longer header names are never ones we read */
+#define DISCARD_CAP (8u << 20) /* body bytes read and dropped after an early response */
 
 /* The shedding lists, in the order victims are taken from them (see the top). */
 enum shed_tier {
-    SHED_FRESH,     /* accepted, no request begun yet */
-    SHED_HEAD,      /* a request begun, headers incomplete */
-    SHED_IDLE,      /* keep-alive, between requests */
-    SHED_DRAIN,     /* answered early; the rest of its body is read and dropped */
-    SHED_LINGER,    /* closing, its last response still being flushed */
-    SHED_BODY,      /* headers complete, a buffered body still arriving (not dispatched) */
+    SHED_FRESH,  /* accepted, no request begun yet */
+    SHED_HEAD,   /* a request begun, headers incomplete */
+    SHED_IDLE,   /* keep-alive, between requests */
+    SHED_DRAIN,  /* answered early; the rest of its body is read and dropped */
+    SHED_LINGER, /* closing, its last response still being flushed */
+    SHED_BODY,   /* headers complete, a buffered body still arriving (not dispatched) */
     SHED_TIERS,
-    SHED_NONE = SHED_TIERS,   /* a request in progress, or closed: never shed */
+    SHED_NONE = SHED_TIERS, /* a request in progress, or closed: never shed */
 };
 
 struct shed_list {
@@ -43,10 +43,10 @@ struct shed_list {
 /* Why llhttp_execute returned HPE_PAUSED. */
 enum pause_why {
     PAUSE_NONE,
-    PAUSE_DISPATCH,     /* a buffered request is complete */
-    PAUSE_HEADERS,      /* a streamed-body request's headers are complete */
-    PAUSE_BODY,         /* a span of a streamed body is in conn->span */
-    PAUSE_COMPLETE,     /* a streamed (or discarded) body is complete */
+    PAUSE_DISPATCH, /* a buffered request is complete */
+    PAUSE_HEADERS,  /* a streamed-body request's headers are complete */
+    PAUSE_BODY,     /* a span of a streamed body is in conn->span */
+    PAUSE_COMPLETE, /* a streamed (or discarded) body is complete */
 };
 
 struct http_server {
@@ -57,12 +57,12 @@ struct http_server {
     http_body_hook_fn body_hook;
     void *dispatch_arg;
     llhttp_settings_t settings;
-    uint64_t nconns;            /* allocated connections, closing ones included */
-    uint64_t nlive;             /* open and not closing */
-    uint64_t nlinger;           /* closing, flushing a last response (SHED_LINGER) */
-    uint64_t nshed;             /* closed to make room for a new connection */
+    uint64_t nconns;  /* allocated connections, closing ones included */
+    uint64_t nlive;   /* open and not closing */
+    uint64_t nlinger; /* closing, flushing a last response (SHED_LINGER) */
+    uint64_t nshed;   /* closed to make room for a new connection */
     struct shed_list shed[SHED_TIERS];
-    struct http_conn *conns;    /* doubly linked list of open connections */
+    struct http_conn *conns; /* doubly linked list of open connections */
     bool stopping;
     bool listener_closed;
     void (*stop_done)(void *);
@@ -76,30 +76,30 @@ struct http_conn {
     llhttp_t parser;
     http_server *srv;
     struct http_conn *prev, *next;
-    enum shed_tier tier;        /* the shedding list it is on, or SHED_NONE */
+    enum shed_tier tier; /* the shedding list it is on, or SHED_NONE */
     struct http_conn *sprev, *snext;
-    bool first_deadline;        /* the timer is the accept-time deadline (first request) */
-    http_req *req;              /* request being received or handled */
-    buf pending;                /* received, not yet parsed */
-    size_t unwritten;           /* bytes queued whose write has not completed */
-    uint64_t header_bytes;      /* of the request being received */
+    bool first_deadline;   /* the timer is the accept-time deadline (first request) */
+    http_req *req;         /* request being received or handled */
+    buf pending;           /* received, not yet parsed */
+    size_t unwritten;      /* bytes queued whose write has not completed */
+    uint64_t header_bytes; /* of the request being received */
     char hname[HEADER_NAME_CAP];
-    size_t hname_len;           /* > HEADER_NAME_CAP: a name we ignore */
+    size_t hname_len; /* > HEADER_NAME_CAP: a name we ignore */
     buf hvalue;
     int open_handles;
     bool closing;
     bool reading;
     bool read_eof;
-    bool in_process;            /* inside process_input(): no recursion */
-    bool busy;                  /* req was dispatched and is not complete yet */
+    bool in_process; /* inside process_input(): no recursion */
+    bool busy;       /* req was dispatched and is not complete yet */
     bool expect_continue;
-    bool reject;                /* an error response was sent; close after it */
-    bool continue_owed;         /* streamed body: 100 Continue not sent yet */
-    bool discarding;            /* dropping the rest of a body answered early */
+    bool reject;        /* an error response was sent; close after it */
+    bool continue_owed; /* streamed body: 100 Continue not sent yet */
+    bool discarding;    /* dropping the rest of a body answered early */
     uint64_t discard_left;
     enum pause_why why;
-    bool owed;                  /* llhttp_execute is due even with nothing pending */
-    const char *span;           /* PAUSE_BODY: the span, inside pending */
+    bool owed;        /* llhttp_execute is due even with nothing pending */
+    const char *span; /* PAUSE_BODY: the span, inside pending */
     size_t span_len;
 };
 
@@ -107,8 +107,8 @@ struct write_req {
     uv_write_t w;
     http_conn *conn;
     size_t len;
-    budget *bg;                 /* charged with len until written (http_req_set_budget) */
-    char *owned;                /* a handed-over body after data (http_respond_take) */
+    budget *bg;  /* charged with len until written (http_req_set_budget) */
+    char *owned; /* a handed-over body after data (http_respond_take) */
     char data[];
 };
 

@@ -29,9 +29,8 @@ static int count_header_bytes(http_conn *c, size_t n)
 {
     c->header_bytes += n;
     if (c->header_bytes > c->srv->lim.max_header_bytes) {
-        http_conn_fail(c, 431, "HEADERS_TOO_LARGE",
-                  "request line and headers exceed %llu bytes",
-                  (unsigned long long)c->srv->lim.max_header_bytes);
+        http_conn_fail(c, 431, "HEADERS_TOO_LARGE", "request line and headers exceed %llu bytes",
+                       (unsigned long long)c->srv->lim.max_header_bytes);
         return HPE_USER;
     }
     return 0;
@@ -94,7 +93,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     if (count_header_bytes(c, n))
         return HPE_USER;
     if (buf_append(&c->hvalue, at, n))
-        return HPE_USER;   /* unreachable: hvalue's cap equals the header limit */
+        return HPE_USER; /* unreachable: hvalue's cap equals the header limit */
     return 0;
 }
 
@@ -108,7 +107,7 @@ static int take_value(http_conn *c, char *dst, size_t cap, const char *what)
 {
     if (c->hvalue.len >= cap) {
         http_conn_fail(c, 431, "HEADERS_TOO_LARGE", "the %s header is longer than %zu bytes", what,
-                  cap - 1);
+                       cap - 1);
         return HPE_USER;
     }
     memcpy(dst, c->hvalue.data ? c->hvalue.data : "", c->hvalue.len + 1);
@@ -139,7 +138,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     http_conn *c = p->data;
     http_req *r = c->req;
-    http_conn_shed_set(c, SHED_BODY);   /* until dispatched: see dispatch() */
+    http_conn_shed_set(c, SHED_BODY); /* until dispatched: see dispatch() */
     r->method = llhttp_get_method(p);
     r->method_name = llhttp_method_name((llhttp_method_t)r->method);
     if (!r->target) {
@@ -159,7 +158,7 @@ static int on_headers_complete(llhttp_t *p)
     r->has_content_length = (p->flags & F_CONTENT_LENGTH) != 0;
     r->content_length = r->has_content_length ? p->content_length : 0;
     if (c->srv->body_hook && c->srv->body_hook(r, c->srv->dispatch_arg)) {
-        http_conn_shed_set(c, SHED_NONE);   /* dispatched at once */
+        http_conn_shed_set(c, SHED_NONE); /* dispatched at once */
         r->body_streaming = true;
         r->keep_alive = llhttp_should_keep_alive(p);
         c->continue_owed = c->expect_continue;
@@ -167,10 +166,9 @@ static int on_headers_complete(llhttp_t *p)
         return HPE_PAUSED;
     }
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->lim.max_body_bytes) {
-        http_conn_fail(c, 413, "PAYLOAD_TOO_LARGE",
-                  "the body of %llu bytes exceeds the limit of %llu bytes",
-                  (unsigned long long)p->content_length,
-                  (unsigned long long)c->srv->lim.max_body_bytes);
+        http_conn_fail(
+            c, 413, "PAYLOAD_TOO_LARGE", "the body of %llu bytes exceeds the limit of %llu bytes",
+            (unsigned long long)p->content_length, (unsigned long long)c->srv->lim.max_body_bytes);
         return HPE_USER;
     }
     if (c->expect_continue)
@@ -191,7 +189,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     }
     if (c->req->body_streaming) {
         if (n == 0)
-            return 0;   /* llhttp flushes empty spans at the end of its input */
+            return 0; /* llhttp flushes empty spans at the end of its input */
         c->span = at;
         c->span_len = n;
         c->why = PAUSE_BODY;
@@ -199,7 +197,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     }
     if (buf_append(&c->req->body, at, n)) {
         http_conn_fail(c, 413, "PAYLOAD_TOO_LARGE", "the body exceeds the limit of %llu bytes",
-                  (unsigned long long)c->srv->lim.max_body_bytes);
+                       (unsigned long long)c->srv->lim.max_body_bytes);
         return HPE_USER;
     }
     return 0;
@@ -234,7 +232,7 @@ void http_parse_settings(llhttp_settings_t *settings)
 
 static void dispatch(http_conn *c)
 {
-    http_conn_shed_set(c, SHED_NONE);   /* the handler has it now: never shed */
+    http_conn_shed_set(c, SHED_NONE); /* the handler has it now: never shed */
     c->busy = true;
     uv_timer_stop(&c->timer);
     if (c->read_eof)
@@ -247,12 +245,12 @@ static void dispatch_streamed(http_conn *c)
 {
     dispatch(c);
     if (!c->busy || c->closing)
-        return;   /* answered already: http_req_finish chose discard or close */
+        return; /* answered already: http_req_finish chose discard or close */
     if (c->continue_owed && !c->req->responded)
         http_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25, NULL, 0);
     c->continue_owed = false;
     if (!c->req->body_complete)
-        http_conn_arm_timer(c, c->srv->lim.header_timeout_ms);   /* the client must keep sending */
+        http_conn_arm_timer(c, c->srv->lim.header_timeout_ms); /* the client must keep sending */
 }
 
 /* Hand the span llhttp paused on to the handler (it is still inside pending). */
@@ -268,7 +266,7 @@ static void body_done(http_conn *c)
 {
     if (c->discarding) {
         c->discarding = false;
-        http_conn_close(c);   /* the response said Connection: close */
+        http_conn_close(c); /* the response said Connection: close */
         return;
     }
     http_req *r = c->req;
@@ -323,7 +321,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 void http_conn_update_reading(http_conn *c)
 {
     bool want = !c->closing && !c->read_eof &&
-                c->pending.len + READ_BUF_SIZE <= PENDING_CAP;   /* room for a whole read */
+                c->pending.len + READ_BUF_SIZE <= PENDING_CAP; /* room for a whole read */
     if (want && !c->reading) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
@@ -342,8 +340,8 @@ void http_conn_process_input(http_conn *c)
     while (can_parse(c) && (c->pending.len > 0 || c->owed)) {
         c->owed = false;
         c->why = PAUSE_NONE;
-        enum llhttp_errno e = llhttp_execute(&c->parser, c->pending.data ? c->pending.data : "",
-                                             c->pending.len);
+        enum llhttp_errno e =
+            llhttp_execute(&c->parser, c->pending.data ? c->pending.data : "", c->pending.len);
         if (e == HPE_OK) {
             buf_reset(&c->pending);
             break;
@@ -352,7 +350,7 @@ void http_conn_process_input(http_conn *c)
             size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - c->pending.data);
             enum pause_why why = c->why;
             if (why == PAUSE_BODY) {
-                deliver_body(c);   /* before the span's bytes are consumed */
+                deliver_body(c); /* before the span's bytes are consumed */
                 c->owed = true;
             }
             buf_consume(&c->pending, used);
@@ -360,16 +358,15 @@ void http_conn_process_input(http_conn *c)
             if (why == PAUSE_DISPATCH)
                 dispatch(c);
             else if (why == PAUSE_HEADERS) {
-                c->owed = true;   /* an empty body ends without further input */
+                c->owed = true; /* an empty body ends without further input */
                 dispatch_streamed(c);
-            }
-            else if (why == PAUSE_COMPLETE)
+            } else if (why == PAUSE_COMPLETE)
                 body_done(c);
             continue;
         }
         if (e != HPE_USER && !c->closing)
             http_conn_fail(c, 400, "BAD_REQUEST", "malformed HTTP request: %s",
-                      llhttp_get_error_reason(&c->parser));
+                           llhttp_get_error_reason(&c->parser));
         break;
     }
     c->in_process = false;
@@ -378,8 +375,8 @@ void http_conn_process_input(http_conn *c)
     if (c->pending.len == 0) {
         buf_free(&c->pending);
         /* the client half-closed in the middle of a body: it can never be complete */
-        if (c->read_eof && (c->discarding || (c->busy && c->req->body_streaming &&
-                                              !c->req->body_complete))) {
+        if (c->read_eof &&
+            (c->discarding || (c->busy && c->req->body_streaming && !c->req->body_complete))) {
             http_conn_close(c);
             return;
         }
@@ -403,7 +400,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     if (n > 0) {
         metrics_bytes_in((uint64_t)n);
         if (buf_append(&c->pending, b->base, (size_t)n)) {
-            http_conn_close(c);   /* cannot happen: reading stops at PENDING_CAP */
+            http_conn_close(c); /* cannot happen: reading stops at PENDING_CAP */
             return;
         }
         http_conn_process_input(c);
@@ -414,12 +411,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     if (n == UV_EOF) {
         c->read_eof = true;
         http_conn_update_reading(c);
-        if (c->busy && c->req->body_streaming && !c->req->body_complete &&
-            c->pending.len > 0)
-            return;   /* http_conn_process_input decides once the pending bytes are parsed */
-        if (c->busy && (!c->req->body_streaming || c->req->body_complete) &&
-            !c->req->streaming) {
-            c->req->keep_alive = false;   /* answer a half-closed client, then close */
+        if (c->busy && c->req->body_streaming && !c->req->body_complete && c->pending.len > 0)
+            return; /* http_conn_process_input decides once the pending bytes are parsed */
+        if (c->busy && (!c->req->body_streaming || c->req->body_complete) && !c->req->streaming) {
+            c->req->keep_alive = false; /* answer a half-closed client, then close */
             return;
         }
     }

@@ -86,8 +86,8 @@ static void write_cb(uv_write_t *w, int status)
 /* Queue bytes: a and b copied into one allocation, then owned (malloc'd, olen bytes, may
  * be NULL) handed over without a copy and freed once written. The queued bytes are charged
  * to the request's budget until written. */
-static int conn_write_owned(http_conn *c, const void *a, size_t alen, const void *b,
-                            size_t blen, char *owned, size_t olen)
+static int conn_write_owned(http_conn *c, const void *a, size_t alen, const void *b, size_t blen,
+                            char *owned, size_t olen)
 {
     struct write_req *wr = c->closing ? NULL : malloc(sizeof *wr + alen + blen);
     if (!wr) {
@@ -98,7 +98,7 @@ static int conn_write_owned(http_conn *c, const void *a, size_t alen, const void
     wr->len = alen + blen + olen;
     wr->owned = owned;
     wr->bg = budget_ref(c->req ? c->req->budget : NULL);
-    budget_force(wr->bg, wr->len);   /* the bytes exist already: counted, never refused */
+    budget_force(wr->bg, wr->len); /* the bytes exist already: counted, never refused */
     if (alen)
         memcpy(wr->data, a, alen);
     if (blen)
@@ -128,8 +128,8 @@ int http_conn_write(http_conn *c, const void *a, size_t alen, const void *b, siz
 static int format_head(buf *b, int status, const char *ctype, long long content_length,
                        bool keep_alive, const char *extra)
 {
-    int rc = buf_printf(b, "HTTP/1.1 %d %s\r\nServer: sandboxd\r\n", status,
-                        http_status_text(status));
+    int rc =
+        buf_printf(b, "HTTP/1.1 %d %s\r\nServer: sandboxd\r\n", status, http_status_text(status));
     if (!rc && ctype)
         rc = buf_printf(b, "Content-Type: %s\r\n", ctype);
     if (!rc)
@@ -217,8 +217,8 @@ void http_respond(http_req *r, int status, const char *ctype, const void *body, 
         buf head;
         buf_init(&head, 8192);
         if (format_head(&head, status, ctype, (long long)len, resp_keep(r), extra) == 0)
-            http_conn_write(r->conn, head.data, head.len,
-                       r->method == HTTP_HEAD ? NULL : body, r->method == HTTP_HEAD ? 0 : len);
+            http_conn_write(r->conn, head.data, head.len, r->method == HTTP_HEAD ? NULL : body,
+                            r->method == HTTP_HEAD ? 0 : len);
         buf_free(&head);
     }
     http_req_finish(r);
@@ -229,7 +229,7 @@ void http_respond_take(http_req *r, int status, const char *ctype, char *body, s
 {
     if (r->responded || r->finished || r->aborted || r->method == HTTP_HEAD) {
         free(body);
-        http_respond(r, status, ctype, NULL, len, extra);   /* HEAD: the head alone */
+        http_respond(r, status, ctype, NULL, len, extra); /* HEAD: the head alone */
         return;
     }
     r->responded = true;
@@ -353,7 +353,7 @@ void http_stream_end(http_req *r)
         return;
     if (r->stream_sized) {
         if (r->stream_left > 0)
-            r->conn->reject = true;   /* short body: closing is the only honest signal */
+            r->conn->reject = true; /* short body: closing is the only honest signal */
     } else if (!r->aborted && !r->conn->closing) {
         http_conn_write(r->conn, "0\r\n\r\n", 5, NULL, 0);
     }

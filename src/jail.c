@@ -165,14 +165,10 @@ void jail__flush_pending(jail *j)
 static int status_from_siginfo(const siginfo_t *si)
 {
     switch (si->si_code) {
-    case CLD_EXITED:
-        return (si->si_status & 0xff) << 8;
-    case CLD_KILLED:
-        return si->si_status & 0x7f;
-    case CLD_DUMPED:
-        return (si->si_status & 0x7f) | 0x80;
-    default:
-        return 255 << 8;
+    case CLD_EXITED: return (si->si_status & 0xff) << 8;
+    case CLD_KILLED: return si->si_status & 0x7f;
+    case CLD_DUMPED: return (si->si_status & 0x7f) | 0x80;
+    default: return 255 << 8;
     }
 }
 
@@ -202,7 +198,7 @@ static void adopted_try(jail_proc *p)
         return;
     }
     uv_poll_stop(&p->poll);
-    jail__proc_finish(p, status);   /* unknown status (not our child) is reported as exit 255 */
+    jail__proc_finish(p, status); /* unknown status (not our child) is reported as exit 255 */
 }
 
 static void on_adopt_retry(uv_timer_t *t)
@@ -218,7 +214,6 @@ static void on_adopt_poll(uv_poll_t *h, int status, int events)
 }
 
 /* ---- loop callbacks ---------------------------------------------------------------- */
-
 
 void jail__ctl_dead(jail *j)
 {
@@ -267,15 +262,12 @@ static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int
             size_t n = m->len < sizeof msg ? m->len : sizeof msg - 1;
             memcpy(msg, payload, n);
             msg[n] = '\0';
-            jail__create_failed(j, m->a < 0 ? m->a : -EIO, n && msg[0] ? msg : "sandbox init failed");
+            jail__create_failed(j, m->a < 0 ? m->a : -EIO,
+                                n && msg[0] ? msg : "sandbox init failed");
         }
         break;
-    case JP_EXIT:
-        dispatch_exit(j, m->a, m->b);
-        break;
-    case JP_SPAWNED:
-        jail__on_spawned(j, m);
-        break;
+    case JP_EXIT: dispatch_exit(j, m->a, m->b); break;
+    case JP_SPAWNED: jail__on_spawned(j, m); break;
     case JP_ADOPTED:
         if (nfds > 0) {
             fd0 = fds[0];
@@ -283,8 +275,7 @@ static void ctl_handle(jail *j, const struct jp_hdr *m, const char *payload, int
         }
         jail__on_adopted(j, m, fd0);
         break;
-    default:
-        break;
+    default: break;
     }
     for (int i = 0; i < nfds; i++)
         if (fds[i] >= 0)
@@ -302,7 +293,7 @@ void jail__on_ctl(uv_poll_t *h, int status, int events)
         jail__ctl_flush(j);
     for (;;) {
         if (j->destroying || j->dead)
-            return;   /* a callback destroyed the sandbox: teardown takes over */
+            return; /* a callback destroyed the sandbox: teardown takes over */
         struct jp_hdr m;
         char buf[JAIL_CTL_RECV_MAX];
         int fds[JP_MAX_FDS], nfds = 0;
@@ -356,7 +347,7 @@ int jail_usage(const jail *j, struct jail_usage *u)
     (void)cg_memory_usage(&j->cg, &u->memory_bytes);
     uint32_t n = 0;
     int rc = cg_process_count(&j->cg, &n);
-    u->processes = n > 2 ? n - 2 : 0;   /* minus the init's two processes */
+    u->processes = n > 2 ? n - 2 : 0; /* minus the init's two processes */
     return rc;
 }
 
@@ -385,7 +376,7 @@ int jail_entry_info(const jail *j, struct jail_entry *e)
     e->userns_ino = j->userns_ino;
     if (!jail__g.feat.root) {
         if (!j->outer_running || !j->userns_ino)
-            return -ESRCH;   /* no way in without the outer's descriptors (and a check) */
+            return -ESRCH; /* no way in without the outer's descriptors (and a check) */
         e->anchor_pid = j->outer.pid;
     }
     return 0;
@@ -453,7 +444,7 @@ static pid_t pidfd_host_pid(int pidfd)
     text[n] = '\0';
     const char *at = strstr(text, "\nPid:");
     long v = at ? strtol(at + 5, NULL, 10) : 0;
-    return v > 0 ? (pid_t)v : -ESRCH;   /* -1: the process is gone (reaped) */
+    return v > 0 ? (pid_t)v : -ESRCH; /* -1: the process is gone (reaped) */
 }
 
 int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
@@ -471,7 +462,7 @@ int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
                 if (hp > 0)
                     p->host_pid = hp;
                 else if (hp != -ESRCH)
-                    rc = hp;   /* cannot tell: the caller must not treat it as a stranger */
+                    rc = hp; /* cannot tell: the caller must not treat it as a stranger */
             }
             if (p->host_pid > 0)
                 fn(p->host_pid, arg);
@@ -492,7 +483,8 @@ static void cleanup_stale_dirs(void)
         if (de->d_name[0] == '.')
             continue;
         char p[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
-        if (jail__path_join(p, sizeof p, jail__g.sbx_dir, de->d_name) || jail__path_join(ws, sizeof ws, p, "workspace"))
+        if (jail__path_join(p, sizeof p, jail__g.sbx_dir, de->d_name) ||
+            jail__path_join(ws, sizeof ws, p, "workspace"))
             continue;
         while (umount2(ws, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
             ;
@@ -505,7 +497,9 @@ static void cleanup_stale_dirs(void)
  * (uv_spawn runs it from the workspace) and executable. */
 static int global_paths(const struct jail_global *g, char *err, size_t errlen)
 {
-    if (!g->state_dir || !g->init_path || snprintf(jail__g.init_path, sizeof jail__g.init_path, "%s", g->init_path) >= (int)sizeof jail__g.init_path ||
+    if (!g->state_dir || !g->init_path ||
+        snprintf(jail__g.init_path, sizeof jail__g.init_path, "%s", g->init_path) >=
+            (int)sizeof jail__g.init_path ||
         jail__path_join(jail__g.sbx_dir, sizeof jail__g.sbx_dir, g->state_dir, "sandboxes")) {
         jail__set_err(err, errlen, "state_dir or init_path missing or too long");
         return -EINVAL;
@@ -515,12 +509,14 @@ static int global_paths(const struct jail_global *g, char *err, size_t errlen)
     /* uv_spawn runs it from the workspace: make the path absolute. */
     char abs[PATH_MAX];
     if (!realpath(g->init_path, abs) || strlen(abs) >= sizeof jail__g.init_path) {
-        jail__set_err(err, errlen, "sandbox init %s: %s", g->init_path, strerror(errno ? errno : ENAMETOOLONG));
+        jail__set_err(err, errlen, "sandbox init %s: %s", g->init_path,
+                      strerror(errno ? errno : ENAMETOOLONG));
         return -ENOENT;
     }
     memcpy(jail__g.init_path, abs, strlen(abs) + 1);
     if (access(jail__g.init_path, X_OK) < 0) {
-        jail__set_err(err, errlen, "sandbox init %s is not executable: %s", jail__g.init_path, strerror(errno));
+        jail__set_err(err, errlen, "sandbox init %s is not executable: %s", jail__g.init_path,
+                      strerror(errno));
         return -errno;
     }
     return 0;
@@ -586,14 +582,16 @@ static int global_features(const struct jail_global *g, char *err, size_t errlen
 static void global_runtimes(uv_loop_t *loop, const struct jail_global *g)
 {
     char why[512];
-    int mfd = jail_runtimes_make(loop, jail__g.init_path, jail__g.runtimes_dir, g->mpl_cache_dir,
-                                 g->runtimes_bytes ? g->runtimes_bytes : 256ULL << 20,
-                                 why, sizeof why);
+    int mfd =
+        jail_runtimes_make(loop, jail__g.init_path, jail__g.runtimes_dir, g->mpl_cache_dir,
+                           g->runtimes_bytes ? g->runtimes_bytes : 256ULL << 20, why, sizeof why);
     if (mfd >= 0)
         jail__g.runtimes_mnt = mfd;
     else
-        fprintf(stderr, "sandboxd: warning: /opt/sandboxd is a bind of %s (its path shows "
-                "in sandboxes' mountinfo): %s\n", jail__g.runtimes_dir, why);
+        fprintf(stderr,
+                "sandboxd: warning: /opt/sandboxd is a bind of %s (its path shows "
+                "in sandboxes' mountinfo): %s\n",
+                jail__g.runtimes_dir, why);
 }
 
 int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, size_t errlen)

@@ -41,14 +41,14 @@
 
 /* What this host lets us do; probed once by jail_global_init(), shown in /v1/health. */
 struct jail_features {
-    bool root;             /* daemon runs as root: per-sandbox host uids, cgroups, quotas */
-    bool userns;           /* user namespaces usable */
-    int cgroup_version;    /* 1, 2, or 0 when no usable cgroup controllers */
-    bool memory_limit;     /* memory cgroup usable */
-    bool pids_limit;       /* pids cgroup usable */
-    bool cpu_limit;        /* cpu cgroup usable */
-    bool disk_limit;       /* workspace size enforceable (tmpfs-backed workspace) */
-    bool seccomp;          /* seccomp filter installed on every process */
+    bool root;          /* daemon runs as root: per-sandbox host uids, cgroups, quotas */
+    bool userns;        /* user namespaces usable */
+    int cgroup_version; /* 1, 2, or 0 when no usable cgroup controllers */
+    bool memory_limit;  /* memory cgroup usable */
+    bool pids_limit;    /* pids cgroup usable */
+    bool cpu_limit;     /* cpu cgroup usable */
+    bool disk_limit;    /* workspace size enforceable (tmpfs-backed workspace) */
+    bool seccomp;       /* seccomp filter installed on every process */
 };
 
 /* Daemon-wide settings, given once at start. */
@@ -75,20 +75,20 @@ const struct jail_features *jail_features(void);
 void jail_global_shutdown(void);
 
 struct jail_limits {
-    uint64_t memory_bytes;  /* cgroup memory limit (0 = none) */
-    uint32_t pids;          /* cgroup pids.max (0 = none) */
-    uint32_t cpu_millis;    /* CPU quota in thousandths of a CPU (0 = none) */
-    uint64_t tmp_bytes;     /* size of /tmp and /dev/shm tmpfs */
-    uint64_t disk_bytes;    /* size of /workspace (0 = unlimited) */
+    uint64_t memory_bytes; /* cgroup memory limit (0 = none) */
+    uint32_t pids;         /* cgroup pids.max (0 = none) */
+    uint32_t cpu_millis;   /* CPU quota in thousandths of a CPU (0 = none) */
+    uint64_t tmp_bytes;    /* size of /tmp and /dev/shm tmpfs */
+    uint64_t disk_bytes;   /* size of /workspace (0 = unlimited) */
 };
 
 struct jail_opts {
-    const char *id;                 /* sandbox id, already validated by the caller */
-    bool network_host;              /* share the host network namespace (explicit opt-in) */
+    const char *id;    /* sandbox id, already validated by the caller */
+    bool network_host; /* share the host network namespace (explicit opt-in) */
     struct jail_limits limits;
 };
 
-typedef struct jail jail;   /* opaque */
+typedef struct jail jail; /* opaque */
 
 /* Called once, on the loop, when a sandbox is ready (j, rc 0, msg NULL) or could not be
  * created (j NULL, rc a negative errno, msg a sentence). After a failure everything the
@@ -121,8 +121,8 @@ uid_t jail_host_uid(const jail *j);
 gid_t jail_host_gid(const jail *j);
 
 struct jail_usage {
-    uint64_t memory_bytes;  /* cgroup memory usage */
-    uint32_t processes;     /* processes alive in the sandbox */
+    uint64_t memory_bytes; /* cgroup memory usage */
+    uint32_t processes;    /* processes alive in the sandbox */
 };
 int jail_usage(const jail *j, struct jail_usage *u);
 
@@ -143,13 +143,13 @@ typedef struct jail_proc jail_proc;
 typedef void (*jail_exit_cb)(jail_proc *p, int status, void *arg);
 
 struct jail_spawn_opts {
-    const char *const *argv;    /* argv[0] is resolved inside the sandbox (absolute path) */
-    const char *const *envp;    /* the whole environment; NULL-terminated */
-    const char *cwd;            /* inside the sandbox; must exist */
-    int stdin_fd;               /* fds of the daemon given to the child as 0, 1, 2 */
+    const char *const *argv; /* argv[0] is resolved inside the sandbox (absolute path) */
+    const char *const *envp; /* the whole environment; NULL-terminated */
+    const char *cwd;         /* inside the sandbox; must exist */
+    int stdin_fd;            /* fds of the daemon given to the child as 0, 1, 2 */
     int stdout_fd;
     int stderr_fd;
-    int extra_fd;               /* given as fd 3 (the context channel), or -1 */
+    int extra_fd; /* given as fd 3 (the context channel), or -1 */
 };
 
 /* A request waiting for init's answer (opaque). Valid until its callback has been called
@@ -180,7 +180,7 @@ void jail_cancel(jail_req *r);
 /* Signal the process's whole process group (SIGKILL is preceded by SIGCONT so that
  * stopped processes die too). */
 int jail_proc_kill(jail_proc *p, int sig);
-pid_t jail_proc_pid(const jail_proc *p);   /* pid as seen inside the sandbox */
+pid_t jail_proc_pid(const jail_proc *p); /* pid as seen inside the sandbox */
 
 /* What another process (the Python zygote's child) needs to enter this sandbox:
  * struct jail_entry, defined in jail_enter.h (which has no libuv dependency) with
@@ -191,8 +191,8 @@ int jail_entry_info(const jail *j, struct jail_entry *e);
 /* Register a process that entered the sandbox by itself (a zygote child), so that its
  * exit is reported (on_exit) like a spawned one. ns_pid is its pid inside the sandbox.
  * Asks init for a pidfd of it: asynchronous like jail_spawn (same returns, same rules). */
-int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit,
-               void *arg, jail_req **req);
+int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit, void *arg,
+               jail_req **req);
 
 /* The same for a process that is already the daemon's own child (a zygote context,
  * created with CLONE_PARENT): no round trip to the sandbox's init. */

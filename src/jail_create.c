@@ -31,7 +31,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define JAIL_RUNTIMES_FD 4   /* the init's fd for the private runtimes mount */
+#define JAIL_RUNTIMES_FD 4 /* the init's fd for the private runtimes mount */
 
 static int slot_alloc(void)
 {
@@ -44,13 +44,12 @@ static int slot_alloc(void)
     return -EAGAIN;
 }
 
-
 /* Step 1: the jail object, its slot and its place in jail__g.jails. */
 static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, char *err,
                         size_t errlen)
 {
     size_t idlen = strlen(o->id);
-    if (idlen == 0 || idlen >= sizeof ((jail *)0)->id || strchr(o->id, '/') || o->id[0] == '.') {
+    if (idlen == 0 || idlen >= sizeof((jail *)0)->id || strchr(o->id, '/') || o->id[0] == '.') {
         jail__set_err(err, errlen, "invalid sandbox id");
         return -EINVAL;
     }
@@ -98,7 +97,7 @@ static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err
         jail__set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
         return -errno;
     }
-    memcpy(j->dir, dir, sizeof dir);   /* from here on, teardown removes it */
+    memcpy(j->dir, dir, sizeof dir); /* from here on, teardown removes it */
     if (mkdir(j->ws, 0700) < 0) {
         jail__set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
         return -errno;
@@ -126,7 +125,7 @@ static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t e
     if (!jail__g.cg.version)
         return 0;
     int rc = cg_create(&jail__g.cg, o->id, &j->cg);
-    if (rc == -EEXIST) {   /* left over: empty it and try again */
+    if (rc == -EEXIST) { /* left over: empty it and try again */
         struct cg old;
         if (cg_lookup(&jail__g.cg, o->id, &old) == 0) {
             for (int i = 0; i < 100 && cg_kill_all(&old) == 0; i++)
@@ -197,7 +196,7 @@ static void init_args_build(const jail *j, const struct jail_opts *o, uid_t ruid
             snprintf(a->a_cg[i], sizeof a->a_cg[i], "--cg=%s", a->procs[i]);
             a->argv[n++] = a->a_cg[i];
         }
-        if (jail__g.spawn_reserve) {   /* checked against the memory cgroup among those */
+        if (jail__g.spawn_reserve) { /* checked against the memory cgroup among those */
             snprintf(a->a_res, sizeof a->a_res, "--spawn-reserve=%" PRIu64, jail__g.spawn_reserve);
             a->argv[n++] = a->a_res;
         }
@@ -239,8 +238,8 @@ static void init_args_to_env(struct init_args *a)
 
 /* Step 4: start sandboxd-init with the control socket as fd 3. It joins the cgroup and
  * builds the sandbox by itself, under the sandbox's limits; we only listen. */
-static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid_t uuid,
-                             char *err, size_t errlen)
+static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid_t uuid, char *err,
+                             size_t errlen)
 {
     int init_end = -1;
     int rc = create_ctl_socket(j, &init_end, err, errlen);
@@ -257,8 +256,12 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
         { .flags = UV_INHERIT_FD, .data.fd = jail__g.runtimes_mnt },
     };
     uv_process_options_t po = {
-        .exit_cb = jail__on_outer_exit, .file = jail__g.init_path, .args = a.argv, .env = a.envp,
-        .cwd = j->ws, .stdio_count = jail__g.runtimes_mnt >= 0 ? JAIL_RUNTIMES_FD + 1 : 4,
+        .exit_cb = jail__on_outer_exit,
+        .file = jail__g.init_path,
+        .args = a.argv,
+        .env = a.envp,
+        .cwd = j->ws,
+        .stdio_count = jail__g.runtimes_mnt >= 0 ? JAIL_RUNTIMES_FD + 1 : 4,
         .stdio = stdio,
     };
     j->outer.data = j;
@@ -356,4 +359,3 @@ void jail__create_failed(jail *j, int rc, const char *msg)
     j->done = NULL;
     jail__teardown_start(j);
 }
-

@@ -99,8 +99,8 @@ static void ctl_unqueue(jail *j, struct ctl_msg *m)
 }
 
 /* Queue a message (payload copied, fds dupped) and send what can be sent. 0 or -errno. */
-static int ctl_queue(jail *j, const struct jp_hdr *h, const void *payload, const int *fds,
-                     int nfds, jail_req *req)
+static int ctl_queue(jail *j, const struct jp_hdr *h, const void *payload, const int *fds, int nfds,
+                     jail_req *req)
 {
     struct ctl_msg *m = malloc(sizeof *m + h->len);
     if (!m)
@@ -148,7 +148,7 @@ static int ctl_kill(jail *j, pid_t pid, int sig, bool adopted)
 
 static void req_unlink(jail *j, jail_req *r)
 {
-    assert(r->prev ? r->prev->next == r : j->reqs == r);   /* r is on j's list */
+    assert(r->prev ? r->prev->next == r : j->reqs == r); /* r is on j's list */
     assert(r->abandoned || j->nreqs > 0);
     if (r->prev)
         r->prev->next = r->next;
@@ -193,7 +193,7 @@ static void req_arm(jail *j)
 static void req_abandon(jail *j, jail_req *r)
 {
     if (!r->abandoned) {
-        assert(j->nreqs > 0);   /* nreqs counts the requests someone waits for */
+        assert(j->nreqs > 0); /* nreqs counts the requests someone waits for */
         r->abandoned = true;
         j->nreqs--;
     }
@@ -244,7 +244,8 @@ void jail__reqs_expire(jail *j)
         jail_started_cb cb = r->on_started;
         void *arg = r->arg;
         char msg[256];
-        snprintf(msg, sizeof msg, "the sandbox did not %s %s within %u ms (its init is "
+        snprintf(msg, sizeof msg,
+                 "the sandbox did not %s %s within %u ms (its init is "
                  "short of CPU or blocked; --init-reply-timeout-ms)",
                  r->type == JP_SPAWN ? "start" : "adopt", r->what, j->reply_timeout_ms);
         req_abandon(j, r);
@@ -259,7 +260,7 @@ void jail__on_spawned(jail *j, const struct jp_hdr *m)
 {
     jail_req *r = req_find(j, m->id, JP_SPAWN);
     if (!r)
-        return;   /* not a request of ours: init answers only what we asked */
+        return; /* not a request of ours: init answers only what we asked */
     bool waited = !r->abandoned;
     req_unlink(j, r);
     req_arm(j);
@@ -276,10 +277,10 @@ void jail__on_spawned(jail *j, const struct jp_hdr *m)
                 p->cb = r->on_exit;
                 p->arg = r->arg;
             }
-            jail__proc_link(j, p);   /* tracked until init reports its exit */
+            jail__proc_link(j, p); /* tracked until init reports its exit */
         }
         if (!p || !waited)
-            (void)ctl_kill(j, m->a, SIGKILL, false);   /* it runs for nobody: end it */
+            (void)ctl_kill(j, m->a, SIGKILL, false); /* it runs for nobody: end it */
     }
     if (waited && r->on_started) {
         char msg[128];
@@ -306,7 +307,7 @@ void jail__on_adopted(jail *j, const struct jp_hdr *m, int fd)
     jail_proc *p = NULL;
     if (!rc) {
         if (!waited)
-            (void)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);   /* for nobody */
+            (void)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0); /* for nobody */
         rc = jail__adopt_pidfd(j, r->ns_pid, fd, waited ? r->on_exit : NULL, r->arg, &p);
         fd = -1;
     }
@@ -315,8 +316,7 @@ void jail__on_adopted(jail *j, const struct jp_hdr *m, int fd)
     if (waited && r->on_started) {
         char msg[96];
         if (rc)
-            snprintf(msg, sizeof msg, "could not adopt pid %d: %s", (int)r->ns_pid,
-                     strerror(-rc));
+            snprintf(msg, sizeof msg, "could not adopt pid %d: %s", (int)r->ns_pid, strerror(-rc));
         r->on_started(rc ? NULL : p, rc, rc ? msg : NULL, r->arg);
     }
     free(r);
@@ -341,8 +341,10 @@ static int req_admit(jail *j, char *err, size_t errlen)
         return -ESRCH;
     }
     if (j->nreqs >= j->max_pending) {
-        jail__set_err(err, errlen, "%u requests already wait for this sandbox's init "
-                "(--max-pending-spawns)", j->nreqs);
+        jail__set_err(err, errlen,
+                      "%u requests already wait for this sandbox's init "
+                      "(--max-pending-spawns)",
+                      j->nreqs);
         return -EBUSY;
     }
     return 0;
@@ -374,8 +376,8 @@ static jail_req *req_new(jail *j, uint32_t type, const char *what, jail_started_
 }
 
 /* Queue r's message; on failure r is gone again. */
-static int req_send(jail *j, jail_req *r, struct jp_hdr *h, const void *payload,
-                    const int *fds, int nfds)
+static int req_send(jail *j, jail_req *r, struct jp_hdr *h, const void *payload, const int *fds,
+                    int nfds)
 {
     h->id = r->id;
     int rc = ctl_queue(j, h, payload, fds, nfds, r);
@@ -426,8 +428,7 @@ int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_started_cb on_star
         off = put_str(payload, off, len, o->envp[i]);
     int fds[4] = { o->stdin_fd, o->stdout_fd, o->stderr_fd, o->extra_fd };
     int nfds = o->extra_fd >= 0 ? 4 : 3;
-    struct jp_hdr h = { .type = JP_SPAWN, .a = argc, .b = envc, .c = nfds,
-                        .len = (uint32_t)off };
+    struct jp_hdr h = { .type = JP_SPAWN, .a = argc, .b = envc, .c = nfds, .len = (uint32_t)off };
     rc = req_send(j, r, &h, payload, fds, nfds);
     free(payload);
     if (rc) {
@@ -461,13 +462,13 @@ int jail_proc_kill(jail_proc *p, int sig)
             return 0;
     }
     if (j->destroying)
-        return 0;   /* everything of the sandbox is being killed */
+        return 0; /* everything of the sandbox is being killed */
     int rc = ctl_kill(j, p->pid, sig, p->adopted);
     return rc == -ESRCH && p->adopted ? 0 : rc;
 }
 
-int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit,
-               void *arg, jail_req **req)
+int jail_adopt(jail *j, pid_t ns_pid, jail_started_cb on_started, jail_exit_cb on_exit, void *arg,
+               jail_req **req)
 {
     if (req)
         *req = NULL;

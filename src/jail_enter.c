@@ -50,7 +50,7 @@ static int close_others(const int *keep, size_t nkeep)
     for (size_t i = 0; i <= n; i++) {
         unsigned hi = i < n ? (unsigned)k[i] : ~0U;
         if (i < n && (unsigned)k[i] < lo)
-            continue;   /* duplicate */
+            continue; /* duplicate */
         if (hi > lo && syscall(SYS_close_range, lo, hi - 1, 0) < 0)
             return -errno;
         if (i < n)
@@ -71,7 +71,7 @@ static int reset_signals(void)
     for (int s = 1; s < NSIG; s++) {
         if (s == SIGKILL || s == SIGSTOP)
             continue;
-        (void)sigaction(s, &sa, NULL);   /* EINVAL for glibc-reserved signals: fine */
+        (void)sigaction(s, &sa, NULL); /* EINVAL for glibc-reserved signals: fine */
     }
     return 0;
 }
@@ -125,7 +125,7 @@ int jail_drop_privileges(const struct jail_drop *d)
     for (int cap = 0; cap <= 63; cap++) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
             if (errno == EINVAL)
-                break;          /* past the last capability this kernel knows */
+                break; /* past the last capability this kernel knows */
             return -errno;
         }
     }
@@ -156,7 +156,7 @@ int jail_drop_privileges(const struct jail_drop *d)
         return -errno;
     if (d->seccomp)
         return jail_seccomp_install(d->seccomp);
-    static struct jail_sc_prog prog;   /* fallback: compiled here (allocates) */
+    static struct jail_sc_prog prog; /* fallback: compiled here (allocates) */
     rc = jail_seccomp_compile(&prog);
     return rc ? rc : jail_seccomp_install(&prog);
 }
@@ -182,8 +182,8 @@ static int join_through_anchor(const struct jail_entry *e)
 {
     static const int types[JAIL_NS_COUNT] = {
         [JAIL_NS_USER] = CLONE_NEWUSER, [JAIL_NS_MNT] = CLONE_NEWNS,
-        [JAIL_NS_PID] = CLONE_NEWPID, [JAIL_NS_IPC] = CLONE_NEWIPC,
-        [JAIL_NS_UTS] = CLONE_NEWUTS, [JAIL_NS_CGROUP] = CLONE_NEWCGROUP,
+        [JAIL_NS_PID] = CLONE_NEWPID,   [JAIL_NS_IPC] = CLONE_NEWIPC,
+        [JAIL_NS_UTS] = CLONE_NEWUTS,   [JAIL_NS_CGROUP] = CLONE_NEWCGROUP,
         [JAIL_NS_NET] = CLONE_NEWNET,
     };
     int fds[JAIL_NS_COUNT], n = e->network_host ? JAIL_NS_NET : JAIL_NS_COUNT, rc = 0, i;
@@ -192,14 +192,14 @@ static int join_through_anchor(const struct jail_entry *e)
         snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e->anchor_pid, JAIL_ANCHOR_FD + i);
         fds[i] = open(path, O_RDONLY | O_CLOEXEC);
         if (fds[i] < 0) {
-            rc = errno == ENOENT ? -ESRCH : -errno;   /* the sandbox is gone */
+            rc = errno == ENOENT ? -ESRCH : -errno; /* the sandbox is gone */
             break;
         }
     }
     struct stat st;
     if (!rc && e->userns_ino &&
         (fstat(fds[JAIL_NS_USER], &st) < 0 || (unsigned long long)st.st_ino != e->userns_ino))
-        rc = -ESRCH;   /* anchor_pid was not the sandbox's outer init any more */
+        rc = -ESRCH; /* anchor_pid was not the sandbox's outer init any more */
     for (int k = 0; !rc && k < n; k++)
         if (setns(fds[k], types[k]) < 0)
             rc = -errno;
@@ -216,16 +216,15 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
             return rc;
     }
     if (e->anchor_pid > 0 && o->in_pidns)
-        return -EINVAL;   /* only a privileged caller can have been created in there */
+        return -EINVAL; /* only a privileged caller can have been created in there */
     if (e->anchor_pid > 0) {
         rc = join_through_anchor(e);
     } else {
         pidfd = o->in_pidns ? o->pidfd : (int)syscall(SYS_pidfd_open, e->ns_pid, 0);
         if (pidfd < 0)
             return o->in_pidns ? -EBADF : -errno;
-        int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-                    CLONE_NEWCGROUP | (o->in_pidns ? 0 : CLONE_NEWPID) |
-                    (e->network_host ? 0 : CLONE_NEWNET);
+        int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+                    (o->in_pidns ? 0 : CLONE_NEWPID) | (e->network_host ? 0 : CLONE_NEWNET);
         rc = setns(pidfd, flags) < 0 ? -errno : 0;
         if (!o->in_pidns)
             close(pidfd);
@@ -250,11 +249,15 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
         if (stat("/proc/self/ns/user", &st) < 0)
             return -errno;
         if ((unsigned long long)st.st_ino != e->userns_ino)
-            return -ESRCH;   /* ns_pid was not the sandbox any more */
+            return -ESRCH; /* ns_pid was not the sandbox any more */
     }
     struct jail_drop d = {
-        .uid = e->uid, .gid = e->gid, .cwd = o->cwd,
-        .keep_fds = o->keep_fds, .nkeep = o->nkeep, .seccomp = o->seccomp,
+        .uid = e->uid,
+        .gid = e->gid,
+        .cwd = o->cwd,
+        .keep_fds = o->keep_fds,
+        .nkeep = o->nkeep,
+        .seccomp = o->seccomp,
     };
     return jail_drop_privileges(&d);
 }

@@ -21,9 +21,9 @@
 /* What a process needs to enter a sandbox (filled by jail_entry_info() in the daemon,
  * passed to the zygote, used by jail_enter()). */
 struct jail_entry {
-    pid_t ns_pid;                /* host pid of a process whose namespaces to enter */
-    char cgroup_procs[4][256];   /* cgroup.procs files to write the entering pid to ("" = unused) */
-    uid_t uid, gid;              /* the sandbox user as seen inside */
+    pid_t ns_pid;              /* host pid of a process whose namespaces to enter */
+    char cgroup_procs[4][256]; /* cgroup.procs files to write the entering pid to ("" = unused) */
+    uid_t uid, gid;            /* the sandbox user as seen inside */
     bool network_host;
     /* Added: inode of the sandbox's user namespace (/proc/<ns_pid>/ns/user). jail_enter()
      * refuses to continue when the namespaces it joined are not this one (ns_pid died and
@@ -42,7 +42,7 @@ struct jail_entry {
  * JAIL_ANCHOR_FD on, in this order (JAIL_NS_NET is absent with network_host). */
 #define JAIL_ANCHOR_FD 10
 enum jail_ns {
-    JAIL_NS_USER,   /* first: joining it grants the capabilities the others need */
+    JAIL_NS_USER, /* first: joining it grants the capabilities the others need */
     JAIL_NS_MNT,
     JAIL_NS_PID,
     JAIL_NS_IPC,
@@ -63,12 +63,12 @@ enum jail_ns {
 
 /* How a process drops to the sandbox user. */
 struct jail_drop {
-    uid_t uid;                              /* inside ids of the sandbox user */
+    uid_t uid; /* inside ids of the sandbox user */
     gid_t gid;
-    const char *cwd;                        /* chdir after the uid change; NULL = stay */
-    const int *keep_fds;                    /* fds to keep open; every other fd is closed */
+    const char *cwd;     /* chdir after the uid change; NULL = stay */
+    const int *keep_fds; /* fds to keep open; every other fd is closed */
     size_t nkeep;
-    const struct jail_sc_prog *seccomp;     /* compiled filter (NULL: compile here, slower) */
+    const struct jail_sc_prog *seccomp; /* compiled filter (NULL: compile here, slower) */
 };
 
 /* In this order: unblock every signal and reset every disposition to default; setsid();
@@ -81,11 +81,11 @@ struct jail_drop {
 int jail_drop_privileges(const struct jail_drop *d);
 
 struct jail_enter_opts {
-    const char *cwd;                        /* inside the sandbox, e.g. "/workspace" */
-    const int *keep_fds;                    /* fds the grandchild keeps (e.g. 0, 1, 2, 3) */
+    const char *cwd;     /* inside the sandbox, e.g. "/workspace" */
+    const int *keep_fds; /* fds the grandchild keeps (e.g. 0, 1, 2, 3) */
     size_t nkeep;
-    const struct jail_sc_prog *seccomp;     /* compiled beforehand by the caller */
-    int report_fd;                          /* the intermediate writes the grandchild's host
+    const struct jail_sc_prog *seccomp; /* compiled beforehand by the caller */
+    int report_fd;                      /* the intermediate writes the grandchild's host
                                                pid here as an int32 before exiting; -1 = no */
     /* Set when the caller was created directly in the sandbox's pid namespace (the
      * zygote's clone after setns(CLONE_NEWPID), see src/zygote/zygote_spawn.c): no second

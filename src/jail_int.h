@@ -23,7 +23,7 @@
 #include "jail_proto.h"
 
 #define JAIL_PATH_MAX 512
-#define JAIL_CTL_RECV_MAX 1024   /* answers from init: a header and a sentence at most */
+#define JAIL_CTL_RECV_MAX 1024 /* answers from init: a header and a sentence at most */
 
 /* The layer's settings and state, set by jail_global_init (jail.c). */
 struct jail_globals {
@@ -34,13 +34,13 @@ struct jail_globals {
     char sbx_dir[JAIL_PATH_MAX];
     char init_path[JAIL_PATH_MAX];
     char runtimes_dir[JAIL_PATH_MAX];
-    int runtimes_mnt;          /* private tmpfs copy of the runtimes (detached), or -1 */
+    int runtimes_mnt; /* private tmpfs copy of the runtimes (detached), or -1 */
     uid_t uid_base;
     unsigned max;
     unsigned start_timeout_ms, reply_timeout_ms, max_pending;
     uint64_t spawn_reserve;
-    unsigned char *slots;      /* max bytes: 1 = slot in use (its uid range taken) */
-    jail *jails;               /* every jail not yet freed */
+    unsigned char *slots; /* max bytes: 1 = slot in use (its uid range taken) */
+    jail *jails;          /* every jail not yet freed */
 };
 extern struct jail_globals jail__g;
 
@@ -51,14 +51,14 @@ struct exit_rec {
 
 struct jail_proc {
     jail *j;
-    pid_t pid;                 /* inside the sandbox */
+    pid_t pid; /* inside the sandbox */
     bool adopted;
-    pid_t host_pid;            /* adopted only: 0 until known (jail_for_each_owned) */
-    int pidfd;                 /* adopted only */
-    uv_poll_t poll;            /* adopted only: pidfd readable = exited */
-    uv_timer_t retry;          /* adopted only: waitid said ECHILD, try again */
+    pid_t host_pid;   /* adopted only: 0 until known (jail_for_each_owned) */
+    int pidfd;        /* adopted only */
+    uv_poll_t poll;   /* adopted only: pidfd readable = exited */
+    uv_timer_t retry; /* adopted only: waitid said ECHILD, try again */
     int retries;
-    int handles;               /* open handles; freed when 0 after close */
+    int handles; /* open handles; freed when 0 after close */
     jail_exit_cb cb;
     void *arg;
     jail_proc *prev, *next;
@@ -68,26 +68,26 @@ struct jail_proc {
 struct ctl_msg {
     struct ctl_msg *next;
     struct jp_hdr h;
-    int fds[JP_MAX_FDS];       /* our own dups, closed once sent or dropped */
+    int fds[JP_MAX_FDS]; /* our own dups, closed once sent or dropped */
     int nfds;
-    jail_req *req;             /* the request it carries, or NULL (a kill) */
-    char payload[];            /* h.len bytes */
+    jail_req *req;  /* the request it carries, or NULL (a kill) */
+    char payload[]; /* h.len bytes */
 };
 
 struct jail_req {
     jail *j;
     uint32_t id;
-    uint32_t type;             /* JP_SPAWN or JP_ADOPT */
-    pid_t ns_pid;              /* JP_ADOPT: the process to adopt */
-    bool abandoned;            /* timed out or cancelled after it was sent: the answer is
+    uint32_t type;       /* JP_SPAWN or JP_ADOPT */
+    pid_t ns_pid;        /* JP_ADOPT: the process to adopt */
+    bool abandoned;      /* timed out or cancelled after it was sent: the answer is
                                   consumed by the jail, nobody is called */
-    int64_t deadline;          /* now_ms() value; unused once abandoned */
-    struct ctl_msg *msg;       /* its message while unsent, else NULL */
+    int64_t deadline;    /* now_ms() value; unused once abandoned */
+    struct ctl_msg *msg; /* its message while unsent, else NULL */
     jail_started_cb on_started;
     jail_exit_cb on_exit;
     void *arg;
-    char what[64];             /* argv[0], for error sentences */
-    jail_req *prev, *next;     /* j->reqs, oldest first */
+    char what[64];         /* argv[0], for error sentences */
+    jail_req *prev, *next; /* j->reqs, oldest first */
 };
 
 struct jail {
@@ -97,16 +97,16 @@ struct jail {
     char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
     struct cg cg;
     bool has_cg, ws_tmpfs, network_host;
-    int ws_fd;                 /* non-root: the workspace tmpfs made by the init, or -1 */
-    char ws_fdpath[32];        /* /proc/self/fd/<ws_fd> */
-    bool want_ws_fd;           /* non-root with a disk limit: READY must bring ws_fd */
+    int ws_fd;          /* non-root: the workspace tmpfs made by the init, or -1 */
+    char ws_fdpath[32]; /* /proc/self/fd/<ws_fd> */
+    bool want_ws_fd;    /* non-root with a disk limit: READY must bring ws_fd */
     uv_process_t outer;
     bool outer_spawned, outer_running;
     int ctl;
     uv_poll_t poll;
     bool poll_init;
-    int poll_events;           /* what the poll watches now */
-    uv_timer_t timer;          /* creation deadline, request deadlines, destroy ticks */
+    int poll_events;  /* what the poll watches now */
+    uv_timer_t timer; /* creation deadline, request deadlines, destroy ticks */
     bool timer_init;
     pid_t inner;
     int inner_pidfd;
@@ -116,19 +116,19 @@ struct jail {
     unsigned reply_timeout_ms; /* copies of the global settings, for jail_ctl.c */
     unsigned max_pending;
     jail_req *reqs, *reqs_tail;
-    unsigned nreqs;            /* requests someone waits for (not abandoned) */
+    unsigned nreqs; /* requests someone waits for (not abandoned) */
     struct ctl_msg *out, *out_tail;
-    int send_err;              /* a send failed for good: init is treated as gone */
-    struct exit_rec *pending;  /* exits read while tearing down */
+    int send_err;             /* a send failed for good: init is treated as gone */
+    struct exit_rec *pending; /* exits read while tearing down */
     size_t npending, cap_pending;
-    bool creating;             /* waiting for init's READY */
-    jail_ready_cb on_ready;    /* until it is called */
+    bool creating;          /* waiting for init's READY */
+    jail_ready_cb on_ready; /* until it is called */
     void *ready_arg;
-    int create_rc;             /* why creation failed (reported once the jail is gone) */
+    int create_rc; /* why creation failed (reported once the jail is gone) */
     char create_msg[256];
     bool destroying, dead;
     int ticks;
-    int handles;               /* open handles of the jail itself */
+    int handles; /* open handles of the jail itself */
     void (*done)(void *);
     void *done_arg;
     jail *prev, *next;
@@ -141,10 +141,9 @@ int64_t jail__now_ms(void);
 /* Track p as one of j's processes (its exit is reported through j's procs list). */
 void jail__proc_link(jail *j, jail_proc *p);
 /* Track a process through a pidfd (taken over, closed on failure too). */
-int jail__adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg,
-                      jail_proc **out);
-void jail__on_timer(uv_timer_t *t);   /* j->timer: creation, request deadlines, destroy */
-void jail__on_ctl(uv_poll_t *h, int status, int events);   /* j->poll: the control socket */
+int jail__adopt_pidfd(jail *j, pid_t ns_pid, int fd, jail_exit_cb cb, void *arg, jail_proc **out);
+void jail__on_timer(uv_timer_t *t); /* j->timer: creation, request deadlines, destroy */
+void jail__on_ctl(uv_poll_t *h, int status, int events); /* j->poll: the control socket */
 
 /* a + "/" + b into out (n bytes); -ENAMETOOLONG when it does not fit. */
 int jail__path_join(char *out, size_t n, const char *a, const char *b);

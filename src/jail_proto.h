@@ -14,22 +14,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JP_MSG_MAX (128 * 1024)   /* whole datagram; caps argv + envp + cwd of a spawn */
+#define JP_MSG_MAX (128 * 1024) /* whole datagram; caps argv + envp + cwd of a spawn */
 #define JP_MAX_FDS 4
-#define JP_MAX_ARGS 4096          /* argc + envc */
+#define JP_MAX_ARGS 4096 /* argc + envc */
 
 enum jp_type {
-    JP_HELLO = 1,   /* outer → daemon: a = inner's host pid */
-    JP_READY,       /* init → daemon: the root is built, requests may come */
-    JP_FAIL,        /* init → daemon: setup failed; a = -errno, payload = sentence */
-    JP_SPAWN,       /* daemon → init: id; a = argc, b = envc; payload "cwd\0argv…\0envp…\0";
+    JP_HELLO = 1, /* outer → daemon: a = inner's host pid */
+    JP_READY,     /* init → daemon: the root is built, requests may come */
+    JP_FAIL,      /* init → daemon: setup failed; a = -errno, payload = sentence */
+    JP_SPAWN,     /* daemon → init: id; a = argc, b = envc; payload "cwd\0argv…\0envp…\0";
                        fds: stdin, stdout, stderr[, extra] (c = number of fds) */
-    JP_SPAWNED,     /* init → daemon: id; a = pid inside (> 0) or -errno */
-    JP_EXIT,        /* init → daemon: a = pid inside, b = wait status */
-    JP_KILL,        /* daemon → init: a = pid (its process group is signalled), b = signal,
+    JP_SPAWNED,   /* init → daemon: id; a = pid inside (> 0) or -errno */
+    JP_EXIT,      /* init → daemon: a = pid inside, b = wait status */
+    JP_KILL,      /* daemon → init: a = pid (its process group is signalled), b = signal,
                        c = 1 when the pid is an adopted (zygote) process */
-    JP_ADOPT,       /* daemon → init: id; a = pid inside */
-    JP_ADOPTED,     /* init → daemon: id; a = 0 or -errno; fd: a pidfd of the process */
+    JP_ADOPT,     /* daemon → init: id; a = pid inside */
+    JP_ADOPTED,   /* init → daemon: id; a = 0 or -errno; fd: a pidfd of the process */
 };
 
 struct jp_hdr {

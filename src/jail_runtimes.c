@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAKE_TIMEOUT_MS 60000   /* a copy of a few MiB; generous for a loaded host */
+#define MAKE_TIMEOUT_MS 60000 /* a copy of a few MiB; generous for a loaded host */
 #define ARG_MAX_BYTES 1100
 
 static uv_process_t helper;
@@ -77,8 +77,13 @@ int jail_runtimes_make(uv_loop_t *loop, const char *init_path, const char *runti
         { .flags = UV_INHERIT_FD, .data.fd = sv[1] },
     };
     uv_process_options_t po = {
-        .exit_cb = helper_exited, .file = init_path, .args = args, .env = envp, .cwd = "/",
-        .stdio_count = 4, .stdio = stdio,
+        .exit_cb = helper_exited,
+        .file = init_path,
+        .args = args,
+        .env = envp,
+        .cwd = "/",
+        .stdio_count = 4,
+        .stdio = stdio,
     };
     int rc = uv_spawn(loop, &helper, &po);
     close(sv[1]);

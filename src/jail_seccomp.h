@@ -22,22 +22,22 @@ struct jail_sc_prog {
 
 /* One row of the policy table, exposed for the unit tests. */
 enum jail_sc_match {
-    SC_ALWAYS,       /* every call of the syscall */
-    SC_ARG_MASKED,   /* (arg & mask) == value, low 32 bits only (mask < 2^32) */
-    SC_ARG_GT,       /* arg > value, all 64 bits (garbage in the high half also matches) */
-    SC_ARG_EQ,       /* arg == value, all 64 bits */
-    SC_ARG_ANYBIT,   /* any bit of mask set in arg: expanded to one rule per bit */
-    SC_PERSONA,      /* personality(): any bit of mask set, or any value other than the
+    SC_ALWAYS,     /* every call of the syscall */
+    SC_ARG_MASKED, /* (arg & mask) == value, low 32 bits only (mask < 2^32) */
+    SC_ARG_GT,     /* arg > value, all 64 bits (garbage in the high half also matches) */
+    SC_ARG_EQ,     /* arg == value, all 64 bits */
+    SC_ARG_ANYBIT, /* any bit of mask set in arg: expanded to one rule per bit */
+    SC_PERSONA,    /* personality(): any bit of mask set, or any value other than the
                         0xffffffff query when bit 31 is set: expanded */
 };
 
 struct jail_sc_rule {
-    const char *syscall;      /* name as libseccomp knows it */
-    int err;                  /* errno returned; JAIL_SC_KILL kills the process */
+    const char *syscall; /* name as libseccomp knows it */
+    int err;             /* errno returned; JAIL_SC_KILL kills the process */
     enum jail_sc_match match;
-    unsigned arg;             /* argument index for the SC_ARG_* kinds */
+    unsigned arg; /* argument index for the SC_ARG_* kinds */
     unsigned long long mask, value;
-    const char *reason;       /* the attack this row stops */
+    const char *reason; /* the attack this row stops */
     /* Optional second condition on another argument, for the SC_ARG_MASKED, SC_ARG_GT
      * and SC_ARG_EQ kinds: the row matches only when also the low 32 bits of argument
      * and_arg equal and_value (e.g. "protocol ... and family == AF_INET"). */

@@ -112,7 +112,7 @@ void jail__pending_push(jail *j, pid_t pid, int status)
         size_t n = j->cap_pending ? j->cap_pending * 2 : 16;
         struct exit_rec *p = realloc(j->pending, n * sizeof *p);
         if (!p)
-            return;   /* out of memory: the exit is lost; destroy still reports it */
+            return; /* out of memory: the exit is lost; destroy still reports it */
         j->pending = p;
         j->cap_pending = n;
     }
@@ -133,12 +133,12 @@ void jail__free_if_closed(jail *j)
         j->next->prev = j->prev;
     void (*done)(void *) = j->done;
     void *arg = j->done_arg;
-    jail_ready_cb ready = j->on_ready;   /* creation that never got ready */
+    jail_ready_cb ready = j->on_ready; /* creation that never got ready */
     void *ready_arg = j->ready_arg;
     int rc = j->create_rc ? j->create_rc : -ECANCELED;
     char msg[sizeof j->create_msg];
-    snprintf(msg, sizeof msg, "%s", j->create_msg[0] ? j->create_msg
-                                                     : "the sandbox was destroyed before it was ready");
+    snprintf(msg, sizeof msg, "%s",
+             j->create_msg[0] ? j->create_msg : "the sandbox was destroyed before it was ready");
     free(j->pending);
     free(j);
     if (ready)
@@ -176,7 +176,7 @@ void jail__finish(jail *j)
 {
     int st;
     if (j->inner_pidfd >= 0) {
-        (void)jail__reap_pidfd(j->inner_pidfd, &st);   /* ours only if the outer died first */
+        (void)jail__reap_pidfd(j->inner_pidfd, &st); /* ours only if the outer died first */
         close(j->inner_pidfd);
         j->inner_pidfd = -1;
     }
@@ -197,7 +197,7 @@ void jail__finish(jail *j)
     if (j->ws_tmpfs)
         (void)umount2(j->ws, MNT_DETACH);
     if (j->ws_fd >= 0)
-        close(j->ws_fd);   /* the last reference once the sandbox's mounts are gone */
+        close(j->ws_fd); /* the last reference once the sandbox's mounts are gone */
     j->ws_fd = -1;
     if (j->dir[0])
         (void)jail__rm_tree(j->dir);
@@ -205,7 +205,7 @@ void jail__finish(jail *j)
     if (j->poll_init)
         uv_close((uv_handle_t *)&j->poll, on_jail_handle_closed);
     if (j->ctl >= 0) {
-        close(j->ctl);   /* after uv_close: libuv stopped watching it */
+        close(j->ctl); /* after uv_close: libuv stopped watching it */
         j->ctl = -1;
     }
     if (j->timer_init)
@@ -244,8 +244,10 @@ void jail__on_timer(uv_timer_t *t)
     }
     if (j->creating) {
         char msg[96];
-        snprintf(msg, sizeof msg, "sandbox init did not get ready within %u ms "
-                 "(--sandbox-start-timeout-ms)", jail__g.start_timeout_ms);
+        snprintf(msg, sizeof msg,
+                 "sandbox init did not get ready within %u ms "
+                 "(--sandbox-start-timeout-ms)",
+                 jail__g.start_timeout_ms);
         jail__create_failed(j, -ETIMEDOUT, msg);
         return;
     }
@@ -288,7 +290,7 @@ void jail__teardown_start(jail *j)
             if (j->outer_running) {
                 int st;
                 if (waitpid(j->outer.pid, &st, WNOHANG) == j->outer.pid)
-                    j->outer_running = false;   /* reaped here; libuv will not see it */
+                    j->outer_running = false; /* reaped here; libuv will not see it */
             }
             usleep(1000);
         }
@@ -314,4 +316,3 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
     }
     jail__teardown_start(j);
 }
-

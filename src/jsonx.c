@@ -25,8 +25,8 @@ static void preview(const json_t *v, char *out, size_t n)
     free(s);
 }
 
-int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen,
-              const char **out, char *err, size_t errlen)
+int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen, const char **out,
+              char *err, size_t errlen)
 {
     const json_t *v = json_object_get(obj, field);
     if (!v || json_is_null(v)) {
@@ -98,8 +98,8 @@ int jx_number(const json_t *obj, const char *field, double min, double max, bool
     if (!(d >= min && d <= max)) {
         char p[64];
         preview(v, p, sizeof p);
-        snprintf(err, errlen, "field '%s' must be a number from %g to %g, got %s", field, min,
-                 max, p);
+        snprintf(err, errlen, "field '%s' must be a number from %g to %g, got %s", field, min, max,
+                 p);
         return -1;
     }
     *out = d;
@@ -128,8 +128,8 @@ int jx_bool(const json_t *obj, const char *field, bool *present, bool *out, char
     return 0;
 }
 
-int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **out,
-               char *err, size_t errlen)
+int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **out, char *err,
+               size_t errlen)
 {
     const json_t *v = json_object_get(obj, field);
     *out = NULL;
@@ -146,7 +146,8 @@ int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **
     }
     const char *k;
     const json_t *val;
-    json_object_foreach((json_t *)v, k, val) {
+    json_object_foreach((json_t *)v, k, val)
+    {
         if (k[0] == '\0' || strchr(k, '=') || strlen(k) > 1024) {
             snprintf(err, errlen, "field '%s' has an invalid variable name '%.40s'", field, k);
             return -1;
@@ -160,4 +161,3 @@ int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **
     *out = v;
     return 0;
 }
-

@@ -15,8 +15,8 @@
 
 #define JX_ERR 256
 
-int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen,
-              const char **out, char *err, size_t errlen);
+int jx_string(const json_t *obj, const char *field, bool required, size_t maxlen, const char **out,
+              char *err, size_t errlen);
 int jx_uint(const json_t *obj, const char *field, uint64_t min, uint64_t max, bool *present,
             uint64_t *out, char *err, size_t errlen);
 int jx_number(const json_t *obj, const char *field, double min, double max, bool *present,
@@ -25,7 +25,7 @@ int jx_bool(const json_t *obj, const char *field, bool *present, bool *out, char
             size_t errlen);
 /* An object whose values are all strings (environment variables): at most max entries,
  * keys valid names for the environment (no '=', not empty), values without NUL. */
-int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **out,
-               char *err, size_t errlen);
+int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **out, char *err,
+               size_t errlen);
 
 #endif

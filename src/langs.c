@@ -67,8 +67,9 @@ static void probe_exit(uv_process_t *p, int64_t status, int sig)
     if (status != 0 || sig || pr->buf[0] != 'v')
         set_node(pr->app, false, "node --version failed");
     else if (access(kernel, R_OK) != 0)
-        set_node(pr->app, false, "the Node kernel's dependencies are missing "
-                                 "(run scripts/install-deps)");
+        set_node(pr->app, false,
+                 "the Node kernel's dependencies are missing "
+                 "(run scripts/install-deps)");
     else
         set_node(pr->app, true, pr->buf + 1);
     pr->app->node_probed = true;
@@ -79,7 +80,7 @@ static void probe_exit(uv_process_t *p, int64_t status, int sig)
 void api_probe_node(struct app *app)
 {
     set_node(app, false, NODE " was not found");
-    app->node_probed = true;    /* until a probe runs, the answer above stands */
+    app->node_probed = true; /* until a probe runs, the answer above stands */
     if (access(NODE, X_OK) != 0)
         return;
     struct probe *pr = calloc(1, sizeof *pr);
@@ -96,8 +97,9 @@ void api_probe_node(struct app *app)
         { .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&pr->out },
         { .flags = UV_IGNORE },
     };
-    uv_process_options_t o = { .exit_cb = probe_exit, .file = NODE, .args = args,
-                               .stdio_count = 3, .stdio = stdio };
+    uv_process_options_t o = {
+        .exit_cb = probe_exit, .file = NODE, .args = args, .stdio_count = 3, .stdio = stdio
+    };
     int rc = uv_spawn(app->loop, &pr->proc, &o);
     if (rc) {
         log_warn("cannot run %s --version: %s", NODE, uv_strerror(rc));
@@ -116,6 +118,7 @@ void api_update_langs(struct app *app)
     if (py->available)
         snprintf(py->version, sizeof py->version, "%s", zyg_version());
     else
-        snprintf(py->reason, sizeof py->reason, "the Python zygote is not running (see the "
+        snprintf(py->reason, sizeof py->reason,
+                 "the Python zygote is not running (see the "
                  "daemon's log)");
 }

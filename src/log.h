@@ -8,7 +8,7 @@
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level l);
-int log_parse_level(const char *s, enum log_level *out);  /* 0 or -EINVAL */
+int log_parse_level(const char *s, enum log_level *out); /* 0 or -EINVAL */
 void log_msg(enum log_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)

@@ -125,8 +125,9 @@ static void raise_fd_limit(uint64_t max_connections)
         (void)setrlimit(RLIMIT_NOFILE, &rl);
         if (rl.rlim_cur < want)
             log_warn("RLIMIT_NOFILE allows %llu descriptors: fewer than --max-connections %llu "
-                     "plus %d; raise the hard limit", (unsigned long long)rl.rlim_cur,
-                     (unsigned long long)max_connections, FD_HEADROOM);
+                     "plus %d; raise the hard limit",
+                     (unsigned long long)rl.rlim_cur, (unsigned long long)max_connections,
+                     FD_HEADROOM);
     }
 }
 
@@ -158,8 +159,8 @@ static int exe_dir(char *out, size_t n)
  */
 struct module {
     const char *name;
-    int (*init)(uv_loop_t *loop, char *err, size_t errlen);   /* 0, or -1/-errno + err */
-    void (*shutdown)(void (*done)(void));   /* NULL: nothing to do; calls done once */
+    int (*init)(uv_loop_t *loop, char *err, size_t errlen); /* 0, or -1/-errno + err */
+    void (*shutdown)(void (*done)(void)); /* NULL: nothing to do; calls done once */
 };
 
 /* Children no module owns are killed and reaped (reaper.h): we are their subreaper. */
@@ -168,7 +169,7 @@ static int reaper_init(uv_loop_t *loop, char *err, size_t errlen)
     (void)err, (void)errlen;
     const struct reap_hooks rh = { .known = jail_for_each_owned, .settling = children_settling };
     int rc = reap_start(loop, &rh);
-    if (rc)   /* (optional) */
+    if (rc) /* (optional) */
         log_error("cannot watch SIGCHLD for stray children: %s", uv_strerror(rc));
     return 0;
 }
@@ -265,9 +266,12 @@ static int metrics_init(uv_loop_t *loop, char *err, size_t errlen)
     metrics_gauge("sandboxd_contexts", "Code contexts alive, all sandboxes.", gauge_contexts);
     metrics_gauge("sandboxd_python_zygote_up", "1 while the Python zygote takes requests.",
                   gauge_zygote);
-    metrics_gauge("sandboxd_sandbox_buffer_bytes", "Bytes the daemon holds for sandboxes "
-                  "(charged to their --sandbox-buffer-bytes budgets).", budget_total_used);
-    metrics_gauge("sandboxd_sandbox_buffer_refusals", "Charges refused and waits for room "
+    metrics_gauge("sandboxd_sandbox_buffer_bytes",
+                  "Bytes the daemon holds for sandboxes "
+                  "(charged to their --sandbox-buffer-bytes budgets).",
+                  budget_total_used);
+    metrics_gauge("sandboxd_sandbox_buffer_refusals",
+                  "Charges refused and waits for room "
                   "on sandbox buffer budgets since start (a count that only grows).",
                   budget_total_refusals);
     return 0;
@@ -317,11 +321,11 @@ static int http_init(uv_loop_t *loop, char *err, size_t errlen)
         .stream_buffer_bytes = cfg.stream_buffer_bytes,
         .first_request_timeout_ms = cfg.first_request_timeout_ms,
     };
-    int rc = http_server_start(&app.server, loop, cfg.host, cfg.port, &lim, api_dispatch, &app,
-                               err, errlen);
+    int rc = http_server_start(&app.server, loop, cfg.host, cfg.port, &lim, api_dispatch, &app, err,
+                               errlen);
     if (rc)
         return rc;
-    http_server_set_body_hook(app.server, api_stream_body);   /* file uploads stream */
+    http_server_set_body_hook(app.server, api_stream_body); /* file uploads stream */
     return 0;
 }
 
@@ -340,6 +344,7 @@ static void http_shutdown(void (*done)(void))
     http_server_stop(app.server, server_stopped, NULL);
 }
 
+/* clang-format off */
 static const struct module MODULES[] = {
     { "reaper", reaper_init, reaper_shutdown },
     { "jail", jail_init, jail_shutdown },
@@ -352,9 +357,10 @@ static const struct module MODULES[] = {
     { "node", node_init, NULL },
     { "http", http_init, http_shutdown },
 };
+/* clang-format on */
 #define NMODULES (sizeof MODULES / sizeof MODULES[0])
 
-static size_t nstarted;                 /* modules whose init succeeded */
+static size_t nstarted; /* modules whose init succeeded */
 static void (*after_shutdown)(void);
 
 /* Start every module in order; 0, or -1 when one failed (message printed). */
@@ -410,8 +416,7 @@ int main(int argc, char **argv)
 
     int rc = make_dirs(cfg.state_dir);
     if (rc) {
-        fprintf(stderr, "sandboxd: cannot create state dir %s: %s\n", cfg.state_dir,
-                strerror(-rc));
+        fprintf(stderr, "sandboxd: cannot create state dir %s: %s\n", cfg.state_dir, strerror(-rc));
         return 1;
     }
     if (exe_dir(bindir, sizeof bindir)) {
@@ -435,10 +440,10 @@ int main(int argc, char **argv)
     bool v6 = strchr(h, ':') != NULL;
     /* the banner is printed whatever the log level: scripts wait for it */
     fprintf(stderr, "sandboxd %s listening on http://%s%s%s:%d (state in %s%s)\n", SANDBOXD_VERSION,
-             v6 ? "[" : "", h, v6 ? "]" : "", http_server_port(app.server), cfg.state_dir,
-             cfg.token[0] ? ", token required" : "");
+            v6 ? "[" : "", h, v6 ? "]" : "", http_server_port(app.server), cfg.state_dir,
+            cfg.token[0] ? ", token required" : "");
     fprintf(stderr, "try: curl http://%s%s%s:%d/v1/health\n", v6 ? "[" : "", h, v6 ? "]" : "",
-             http_server_port(app.server));
+            http_server_port(app.server));
 
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);

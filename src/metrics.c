@@ -69,7 +69,7 @@ void metrics_connection(int delta)
 
 void metrics_gauge(const char *name, const char *help, uint64_t (*read)(void))
 {
-    assert(ngauges < MAX_GAUGES);   /* a fixed set, registered at start-up: raise MAX_GAUGES */
+    assert(ngauges < MAX_GAUGES); /* a fixed set, registered at start-up: raise MAX_GAUGES */
     if (ngauges < MAX_GAUGES)
         gauges[ngauges++] = (struct gauge){ name, help, read };
 }
@@ -77,18 +77,24 @@ void metrics_gauge(const char *name, const char *help, uint64_t (*read)(void))
 int metrics_render(buf *o)
 {
     int rc = 0;
-    rc |= buf_puts(o, "# HELP sandboxd_http_requests_total HTTP requests by route, method and status.\n"
-                      "# TYPE sandboxd_http_requests_total counter\n");
+    rc |= buf_puts(
+        o, "# HELP sandboxd_http_requests_total HTTP requests by route, method and status.\n"
+           "# TYPE sandboxd_http_requests_total counter\n");
     for (unsigned i = 0; i < nseries; i++)
-        rc |= buf_printf(o, "sandboxd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
-                         series[i].route, series[i].method, series[i].status,
-                         (unsigned long long)series[i].count);
-    rc |= buf_printf(o, "sandboxd_http_requests_total{route=\"other\",method=\"other\",status=\"0\"} %llu\n",
-                     (unsigned long long)overflow_count);
-    rc |= buf_puts(o, "# HELP sandboxd_http_request_duration_seconds_sum Time spent answering, by route, method and status.\n"
+        rc |= buf_printf(
+            o, "sandboxd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
+            series[i].route, series[i].method, series[i].status,
+            (unsigned long long)series[i].count);
+    rc |= buf_printf(
+        o, "sandboxd_http_requests_total{route=\"other\",method=\"other\",status=\"0\"} %llu\n",
+        (unsigned long long)overflow_count);
+    rc |= buf_puts(o, "# HELP sandboxd_http_request_duration_seconds_sum Time spent answering, by "
+                      "route, method and status.\n"
                       "# TYPE sandboxd_http_request_duration_seconds_sum counter\n");
     for (unsigned i = 0; i < nseries; i++)
-        rc |= buf_printf(o, "sandboxd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\",status=\"%d\"} %.6f\n",
+        rc |= buf_printf(o,
+                         "sandboxd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\","
+                         "status=\"%d\"} %.6f\n",
                          series[i].route, series[i].method, series[i].status,
                          (double)series[i].duration_ns / 1e9);
     rc |= buf_printf(o,

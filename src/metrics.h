@@ -14,7 +14,7 @@
 void metrics_request(const char *route, const char *method, int status, uint64_t duration_ns);
 void metrics_bytes_in(uint64_t n);
 void metrics_bytes_out(uint64_t n);
-void metrics_connection(int delta);     /* +1 opened, -1 closed */
+void metrics_connection(int delta); /* +1 opened, -1 closed */
 
 /* A gauge read when /metrics is rendered. name must be a static string. */
 void metrics_gauge(const char *name, const char *help, uint64_t (*read)(void));

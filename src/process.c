@@ -43,15 +43,15 @@
 #include "log.h"
 #include "sandbox.h"
 
-#define EVENT_MAX (64 << 10)     /* output bytes per SSE event */
+#define EVENT_MAX (64 << 10) /* output bytes per SSE event */
 
 static const char *const STREAM[2] = { "stdout", "stderr" };
 
 struct ring {
     char *data;
-    size_t alloc, cap;           /* cap shrinks to alloc when the budget refuses growth */
-    uint64_t start, end;         /* absolute offsets of what is held */
-    budget *bg;                  /* charged with alloc; borrowed from the proc */
+    size_t alloc, cap;   /* cap shrinks to alloc when the budget refuses growth */
+    uint64_t start, end; /* absolute offsets of what is held */
+    budget *bg;          /* charged with alloc; borrowed from the proc */
 };
 
 struct proc;
@@ -63,7 +63,7 @@ struct proc_follower {
     uint64_t dropped[2];
     esc_carry carry[2];
     bool paused;
-    budget_waiter bw;            /* queued while the budget has no room for an event */
+    budget_waiter bw; /* queued while the budget has no room for an event */
     struct proc_follower *next;
 };
 
@@ -86,16 +86,16 @@ struct proc {
     char *command;
     char cwd[1100];
     uint64_t started_ms, ended_ms;
-    jail_proc *jp;               /* NULL once exited */
+    jail_proc *jp; /* NULL once exited */
     bool exited, finished, removed;
     int status;
-    budget *bg;                  /* the sandbox's budget; one reference */
+    budget *bg; /* the sandbox's budget; one reference */
     struct ppipe io[2];
     uv_timer_t timer;
     int handles;
     struct proc_follower *followers;
     struct waiter *waiters;
-    struct proc *next;           /* the sandbox's list */
+    struct proc *next; /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
     jail_req *start;
     proc_started_cb start_cb;
@@ -107,11 +107,11 @@ struct proc {
 struct proc_set {
     struct proc *head;
     unsigned n;
-    unsigned starting;           /* waiting for the sandbox's init; count against the cap */
+    unsigned starting; /* waiting for the sandbox's init; count against the cap */
 };
 
-static uint64_t log_cap;           /* --process-log-bytes, set by proc_init */
-static uint64_t drain_grace_ms;    /* --drain-grace-ms, set by proc_init */
+static uint64_t log_cap;        /* --process-log-bytes, set by proc_init */
+static uint64_t drain_grace_ms; /* --drain-grace-ms, set by proc_init */
 
 /* ---- rings ---- */
 
@@ -142,7 +142,7 @@ static void ring_append(struct ring *r, const char *d, size_t n)
                 ring_append(r, d, n);
                 return;
             }
-            r->end += n;   /* nothing held, nothing granted: the bytes count as dropped */
+            r->end += n; /* nothing held, nothing granted: the bytes count as dropped */
             r->start = r->end;
             return;
         }
@@ -256,7 +256,7 @@ static void follower_detach(struct proc_follower *f)
             break;
         }
     budget_cancel(p->bg, &f->bw);
-    f->sink->ops->end(f->sink);   /* final (discarded when the client is gone) */
+    f->sink->ops->end(f->sink); /* final (discarded when the client is gone) */
     free(f);
     proc_maybe_free(p);
 }
@@ -275,7 +275,7 @@ static bool follower_starved(struct proc_follower *f)
     const size_t need = EVENT_MAX * 6 + 512;
     if (budget_room(f->p->bg) >= need || f->sink->ops->queued(f->sink) == 0)
         return false;
-    f->sink->ops->wait_drain(f->sink);   /* proc_follower_resume once it has been taken */
+    f->sink->ops->wait_drain(f->sink); /* proc_follower_resume once it has been taken */
     f->bw.need = need;
     f->bw.cb = follower_woken;
     f->bw.arg = f;
@@ -332,10 +332,11 @@ static bool follower_pump(struct proc_follower *f)
     const char *sig;
     int code = exec_exit_code(p->status, &sig);
     char ev[256];
-    int n = snprintf(ev, sizeof ev, "{\"exitCode\":%d%s%s%s,\"dropped\":{\"stdout\":%llu,"
-                     "\"stderr\":%llu}}", code, sig ? ",\"signal\":\"SIG" : "",
-                     sig ? sig : "", sig ? "\"" : "", (unsigned long long)f->dropped[0],
-                     (unsigned long long)f->dropped[1]);
+    int n = snprintf(ev, sizeof ev,
+                     "{\"exitCode\":%d%s%s%s,\"dropped\":{\"stdout\":%llu,"
+                     "\"stderr\":%llu}}",
+                     code, sig ? ",\"signal\":\"SIG" : "", sig ? sig : "", sig ? "\"" : "",
+                     (unsigned long long)f->dropped[0], (unsigned long long)f->dropped[1]);
     f->sink->ops->event(f->sink, "exit", ev, (size_t)n);
     follower_detach(f);
     return false;
@@ -376,7 +377,7 @@ static void proc_finish(struct proc *p)
     p->finished = true;
     uv_timer_stop(&p->timer);
     uv_close((uv_handle_t *)&p->timer, handle_closed);
-    p->handles++;   /* held across the calls below, which may free followers */
+    p->handles++; /* held across the calls below, which may free followers */
     while (p->waiters) {
         struct waiter *w = p->waiters;
         p->waiters = w->next;
@@ -506,7 +507,7 @@ budget *proc_budget(const proc *p)
 /* The start failed or nobody waits for it: tell the starter and forget the process. */
 static void start_failed(struct proc *p, int rc, const char *msg)
 {
-    struct proc_set *set = p->sb->processes;   /* NULL once the sandbox let go */
+    struct proc_set *set = p->sb->processes; /* NULL once the sandbox let go */
     if (set && set->starting)
         set->starting--;
     for (int i = 0; i < 2; i++)
@@ -541,7 +542,7 @@ static void open_pipes(struct proc *p)
         pp->open = true;
         if (uv_pipe_open(&pp->h, p->out_fd[i]) ||
             uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb)) {
-            close_pipe(pp);   /* no output from this stream; the process still runs */
+            close_pipe(pp); /* no output from this stream; the process still runs */
         }
     }
 }
@@ -584,8 +585,8 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
 
 json_t *proc_brief_json(const proc *p)
 {
-    return json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
-                     p->command, "status", "running");
+    return json_pack("{s:s, s:i, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command", p->command,
+                     "status", "running");
 }
 
 int proc_start(sandbox *sb, const struct config *cfg, const struct cmd_request *cmd,
@@ -646,7 +647,7 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
     w->next = p->waiters;
     p->waiters = w;
     if (p->jp)
-        jail_proc_kill(p->jp, SIGKILL);   /* the whole process group, SIGCONT first */
+        jail_proc_kill(p->jp, SIGKILL); /* the whole process group, SIGCONT first */
     log_info("sandbox %s: process %s killed", sb->id, p->id);
     return 0;
 }
@@ -676,8 +677,10 @@ int proc_logs_json(const proc *p, buf *b)
             rc = buf_puts(b, "\"");
     }
     if (!rc)
-        rc = buf_printf(b, ",\"dropped\":{\"stdout\":%llu,\"stderr\":%llu},\"truncated\":%s,"
-                        "\"status\":\"%s\"}", (unsigned long long)p->io[0].ring.start,
+        rc = buf_printf(b,
+                        ",\"dropped\":{\"stdout\":%llu,\"stderr\":%llu},\"truncated\":%s,"
+                        "\"status\":\"%s\"}",
+                        (unsigned long long)p->io[0].ring.start,
                         (unsigned long long)p->io[1].ring.start,
                         p->io[0].ring.start || p->io[1].ring.start ? "true" : "false",
                         p->exited ? "exited" : "running");
@@ -699,7 +702,7 @@ proc_follower *proc_follow(proc *p, cmd_sink *sink)
         return NULL;
     f->sink = sink;
     f->p = p;
-    f->pos[0] = p->io[0].ring.start;   /* replay what the rings still hold */
+    f->pos[0] = p->io[0].ring.start; /* replay what the rings still hold */
     f->pos[1] = p->io[1].ring.start;
     f->next = p->followers;
     p->followers = f;

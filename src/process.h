@@ -38,15 +38,14 @@ void proc_init(const struct config *cfg);
 
 /* proc_start's refusals, and the started callback's rc, that are not an errno */
 enum {
-    PROC_FULL = 1,         /* --max-processes reached (none exited to forget) */
-    PROC_NO_MEMORY = 2,    /* out of memory setting it up */
+    PROC_FULL = 1,      /* --max-processes reached (none exited to forget) */
+    PROC_NO_MEMORY = 2, /* out of memory setting it up */
 };
 
 /* The start's outcome, once: rc 0 and p listed in its sandbox; PROC_NO_MEMORY (p NULL;
  * the process was started but is being ended); or -errno as cmd_spawn's with msg (p
  * NULL; cwd is where it was to run; -ECONNABORTED after proc_start_cancel). */
-typedef void (*proc_started_cb)(void *arg, const proc *p, int rc, const char *cwd,
-                                const char *msg);
+typedef void (*proc_started_cb)(void *arg, const proc *p, int rc, const char *cwd, const char *msg);
 /* A deleted process has ended (p is still valid during the call). */
 typedef void (*proc_ended_cb)(void *arg, const proc *p);
 

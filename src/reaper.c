@@ -36,9 +36,9 @@
 
 #include "log.h"
 
-#define REAP_MIN_INTERVAL_MS 100   /* passes at most this often */
-#define REAP_RETRY_MS 200          /* next pass when a stray is pending */
-#define REAP_GRACE_MS 1000         /* a child this young may still be about to be owned */
+#define REAP_MIN_INTERVAL_MS 100 /* passes at most this often */
+#define REAP_RETRY_MS 200        /* next pass when a stray is pending */
+#define REAP_GRACE_MS 1000       /* a child this young may still be about to be owned */
 
 struct pidset {
     pid_t *v;
@@ -92,7 +92,7 @@ static void read_children(int dirfd, const char *tid, struct pidset *out)
     snprintf(path, sizeof path, "%s/children", tid);
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;   /* the thread ended */
+        return; /* the thread ended */
     char buf[4096];
     long cur = 0;
     bool digits = false;
@@ -220,7 +220,7 @@ int reap_sweep(void)
         siginfo_t si;
         memset(&si, 0, sizeof si);
         if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0)
-            continue;   /* not our child any more */
+            continue; /* not our child any more */
         long long age = child_age_ms(pid);
         if (age >= 0 && age < REAP_GRACE_MS) {
             again = true;
@@ -297,7 +297,8 @@ int reap_start(uv_loop_t *loop, const struct reap_hooks *hooks)
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)gettid());
     if (access(path, R_OK) < 0)
         log_warn("reaper: %s: %s; stray children of the daemon cannot be found "
-                 "(kernel without CONFIG_PROC_CHILDREN?)", path, strerror(errno));
+                 "(kernel without CONFIG_PROC_CHILDREN?)",
+                 path, strerror(errno));
     return 0;
 }
 

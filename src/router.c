@@ -104,14 +104,13 @@ static int match_one(const char *pattern, const char *path, route_params *p)
 }
 
 int router_match(const struct route *table, size_t n, const char *method, const char *path,
-                 const struct route **match, route_params *params, char *allow,
-                 size_t allowlen)
+                 const struct route **match, route_params *params, char *allow, size_t allowlen)
 {
     size_t plen = strlen(path);
     bool path_found = false;
     size_t alen = 0;
     memset(params, 0, sizeof *params);
-    params->storage = malloc(plen * 2 + 2);   /* every value fits, terminators included */
+    params->storage = malloc(plen * 2 + 2); /* every value fits, terminators included */
     if (!params->storage)
         return ROUTE_NO_PATH;
     if (allowlen)
@@ -130,8 +129,8 @@ int router_match(const struct route *table, size_t n, const char *method, const 
         }
         path_found = true;
         if (allowlen && !strstr(allow, table[i].method)) {
-            int w = snprintf(allow + alen, allowlen - alen, "%s%s", alen ? ", " : "",
-                             table[i].method);
+            int w =
+                snprintf(allow + alen, allowlen - alen, "%s%s", alen ? ", " : "", table[i].method);
             if (w > 0 && (size_t)w < allowlen - alen)
                 alen += (size_t)w;
         }

@@ -16,30 +16,29 @@
 
 typedef struct route_params {
     unsigned n;
-    const char *names[ROUTE_MAX_PARAMS];   /* point into the pattern */
-    char *values[ROUTE_MAX_PARAMS];        /* point into storage */
-    char *storage;                         /* owned; freed by route_params_free() */
+    const char *names[ROUTE_MAX_PARAMS]; /* point into the pattern */
+    char *values[ROUTE_MAX_PARAMS];      /* point into storage */
+    char *storage;                       /* owned; freed by route_params_free() */
 } route_params;
 
 struct route {
-    const char *method;     /* "GET", "PUT", … */
+    const char *method; /* "GET", "PUT", … */
     const char *pattern;
-    void (*handler)(void);  /* opaque to the router; callers cast it back */
+    void (*handler)(void); /* opaque to the router; callers cast it back */
     unsigned flags;
 };
 
 enum {
     ROUTE_FOUND = 0,
-    ROUTE_NO_PATH = 1,       /* 404 */
-    ROUTE_NO_METHOD = 2,     /* 405; allow lists the methods the path has */
-    ROUTE_BAD_PATH = 3,      /* 400: broken percent-encoding or a NUL byte */
+    ROUTE_NO_PATH = 1,   /* 404 */
+    ROUTE_NO_METHOD = 2, /* 405; allow lists the methods the path has */
+    ROUTE_BAD_PATH = 3,  /* 400: broken percent-encoding or a NUL byte */
 };
 
 /* Find the route for method + path. On ROUTE_FOUND *match and params are set (free
  * params with route_params_free). On ROUTE_NO_METHOD, allow gets "GET, PUT". */
 int router_match(const struct route *table, size_t n, const char *method, const char *path,
-                 const struct route **match, route_params *params, char *allow,
-                 size_t allowlen);
+                 const struct route **match, route_params *params, char *allow, size_t allowlen);
 void route_params_free(route_params *p);
 /* The value of a named parameter, or NULL. */
 const char *route_param(const route_params *p, const char *name);

@@ -23,13 +23,13 @@
 #include "log.h"
 
 #define NBUCKETS 1024
-#define ENV_MAX_BYTES (1 << 20)    /* the whole environment: execve's own limit is ~2 MiB */
+#define ENV_MAX_BYTES (1 << 20) /* the whole environment: execve's own limit is ~2 MiB */
 
 static const struct config *cfg;
 static sandbox *buckets[NBUCKETS];
 static sandbox *list_head, *list_tail;
 static unsigned count;
-#define MAX_HOOKS 8          /* one per module that keeps things in a sandbox */
+#define MAX_HOOKS 8 /* one per module that keeps things in a sandbox */
 static void (*destroy_hooks[MAX_HOOKS])(sandbox *s);
 static unsigned nhooks;
 
@@ -46,7 +46,7 @@ struct creation {
     sandbox *s;
     sbx_created_cb cb;
     void *arg;
-    struct joiner *joiners;   /* in arrival order */
+    struct joiner *joiners; /* in arrival order */
     unsigned njoiners;
 };
 static struct creation *creations;
@@ -54,6 +54,7 @@ static unsigned ncreating;
 
 /* The environment every sandboxed process starts from. Nothing of the daemon's own
  * environment is inherited: secrets in it (tokens, cloud credentials) never reach code. */
+/* clang-format off */
 static const char *const BASE_ENV[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME=/workspace",          /* dotfiles land where the user can see them */
@@ -65,6 +66,7 @@ static const char *const BASE_ENV[] = {
     "PYTHONUNBUFFERED=1",       /* scripts' output streams as it is printed */
     "MPLBACKEND=Agg",           /* no display in a sandbox */
 };
+/* clang-format on */
 
 void sbx_init(const struct config *c)
 {
@@ -78,7 +80,8 @@ bool sbx_valid_id(const char *id)
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = id[i];
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        bool alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
         if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-')))
             return false;
     }
@@ -114,8 +117,7 @@ sandbox *sbx_first(void)
 /* An integer limit from a request: first the field's own range (what the kernel and the
  * API accept), then the operator's ceiling, named with its flag. */
 static int limit_u64(const json_t *obj, const char *field, uint64_t min, uint64_t range_max,
-                     uint64_t ceiling, const char *flag, uint64_t *out, char *err,
-                     size_t errlen)
+                     uint64_t ceiling, const char *flag, uint64_t *out, char *err, size_t errlen)
 {
     bool present;
     uint64_t v = 0;
@@ -124,8 +126,8 @@ static int limit_u64(const json_t *obj, const char *field, uint64_t min, uint64_
     if (!present)
         return 0;
     if (v > ceiling) {
-        snprintf(err, errlen, "field '%s' is %llu, above this daemon's maximum of %llu (%s)",
-                 field, (unsigned long long)v, (unsigned long long)ceiling, flag);
+        snprintf(err, errlen, "field '%s' is %llu, above this daemon's maximum of %llu (%s)", field,
+                 (unsigned long long)v, (unsigned long long)ceiling, flag);
         return -1;
     }
     *out = v;
@@ -150,18 +152,19 @@ int sbx_parse_limits(const json_t *limits, struct sbx_limits *o, char *err, size
     double cpus = o->cpus;
     if (limit_u64(limits, "memoryMb", 16, 1 << 24, cfg->max_memory_mb, "--max-memory-mb",
                   &o->memory_mb, err, errlen) ||
-        limit_u64(limits, "pids", 8, 1 << 22, cfg->max_pids, "--max-pids", &o->pids, err,
-                  errlen) ||
+        limit_u64(limits, "pids", 8, 1 << 22, cfg->max_pids, "--max-pids", &o->pids, err, errlen) ||
         jx_number(limits, "cpus", 0.01, 1024, &has_cpus, &cpus, err, errlen) ||
-        limit_u64(limits, "diskMb", 1, 1 << 24, cfg->max_disk_mb, "--max-disk-mb",
-                  &o->disk_mb, err, errlen) ||
-        limit_u64(limits, "tmpMb", 1, 1 << 24, cfg->max_tmp_mb, "--max-tmp-mb", &o->tmp_mb,
-                  err, errlen) ||
+        limit_u64(limits, "diskMb", 1, 1 << 24, cfg->max_disk_mb, "--max-disk-mb", &o->disk_mb, err,
+                  errlen) ||
+        limit_u64(limits, "tmpMb", 1, 1 << 24, cfg->max_tmp_mb, "--max-tmp-mb", &o->tmp_mb, err,
+                  errlen) ||
         sbx_parse_timeout(limits, &o->timeout_ms, err, errlen))
         return -1;
     if (has_cpus && cpus > cfg->max_cpus) {
-        snprintf(err, errlen, "field 'cpus' is %g, above this daemon's maximum of %g "
-                 "(--max-cpus)", cpus, cfg->max_cpus);
+        snprintf(err, errlen,
+                 "field 'cpus' is %g, above this daemon's maximum of %g "
+                 "(--max-cpus)",
+                 cpus, cfg->max_cpus);
         return -1;
     }
     o->cpus = cpus;
@@ -184,7 +187,7 @@ static struct creation *creation_find(const char *id)
 
 static void registry_add(sandbox *s)
 {
-    assert(!sbx_find(s->id));   /* ids are unique: sbx_create reserved this one */
+    assert(!sbx_find(s->id)); /* ids are unique: sbx_create reserved this one */
     unsigned h = hash(s->id);
     s->hnext = buckets[h];
     buckets[h] = s;
@@ -208,7 +211,7 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
             listed = true;
             break;
         }
-    assert(listed && ncreating > 0);   /* the jail answers each creation exactly once */
+    assert(listed && ncreating > 0); /* the jail answers each creation exactly once */
     (void)listed;
     ncreating--;
     sandbox *s = c->s;
@@ -234,14 +237,13 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
     free(c);
 }
 
-int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
-               const json_t *env, sbx_created_cb cb, void *arg, char *err, size_t errlen)
+int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
+               sbx_created_cb cb, void *arg, char *err, size_t errlen)
 {
     if (sbx_find(id) || creation_find(id))
         return -EEXIST;
     if (count + ncreating >= cfg->max_sandboxes) {
-        snprintf(err, errlen, "%u sandboxes exist, the limit (--max-sandboxes)",
-                 count + ncreating);
+        snprintf(err, errlen, "%u sandboxes exist, the limit (--max-sandboxes)", count + ncreating);
         return -EMFILE;
     }
     sandbox *s = calloc(1, sizeof *s);
@@ -328,7 +330,7 @@ static void unregister(sandbox *s)
     sandbox **pp = &buckets[hash(s->id)];
     while (*pp && *pp != s)
         pp = &(*pp)->hnext;
-    assert(*pp == s && count > 0);   /* only registered sandboxes are unregistered */
+    assert(*pp == s && count > 0); /* only registered sandboxes are unregistered */
     if (*pp)
         *pp = s->hnext;
     if (s->lprev)
@@ -353,7 +355,7 @@ static void destroyed(void *arg)
     struct destroy_wait *w = arg;
     log_info("sandbox %s destroyed", w->s->id);
     json_decref(w->s->env);
-    budget_unref(w->s->budget);   /* holders of charged bytes keep their own references */
+    budget_unref(w->s->budget); /* holders of charged bytes keep their own references */
     free(w->s);
     if (w->done)
         w->done(w->arg);
@@ -389,7 +391,7 @@ struct destroy_all {
 static void one_destroyed(void *arg)
 {
     struct destroy_all *d = arg;
-    assert(d->left > 0);   /* one call per sandbox counted */
+    assert(d->left > 0); /* one call per sandbox counted */
     if (--d->left == 0) {
         if (d->done)
             d->done(d->arg);
@@ -435,15 +437,15 @@ char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
     size_t n = json_object_size(merged), bytes = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(merged, k, v)
-        bytes += strlen(k) + json_string_length(v) + 2;
+    json_object_foreach(merged, k, v) bytes += strlen(k) + json_string_length(v) + 2;
     char **envp = NULL;
     if (bytes <= ENV_MAX_BYTES)
         envp = malloc((n + 1) * sizeof(char *) + bytes);
     if (envp) {
         char *p = (char *)(envp + n + 1);
         size_t i = 0;
-        json_object_foreach(merged, k, v) {
+        json_object_foreach(merged, k, v)
+        {
             size_t kl = strlen(k), vl = json_string_length(v);
             envp[i++] = p;
             memcpy(p, k, kl);
@@ -479,18 +481,16 @@ json_t *sbx_to_json(const sandbox *s)
     stamp_iso8601(s->created_ms, created, sizeof created);
     struct jail_usage u = { 0, 0 };
     jail_usage(s->jail, &u);
-    return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, "
-                     "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-                     "id", s->id, "createdAt", created, "network",
-                     s->network_host ? "host" : "none", "limits", "memoryMb",
-                     (json_int_t)s->limits.memory_mb, "pids", (json_int_t)s->limits.pids,
-                     "cpus", s->limits.cpus, "diskMb", (json_int_t)s->limits.disk_mb, "tmpMb",
-                     (json_int_t)s->limits.tmp_mb, "timeoutMs",
-                     (json_int_t)s->limits.timeout_ms, "usage", "memoryBytes",
-                     (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes,
-                     "contexts", (json_int_t)s->ncontexts,
-                     "bufferBytes", (json_int_t)budget_used(s->budget),
-                     "bufferPeakBytes", (json_int_t)budget_peak(s->budget),
-                     "bufferLimitBytes", (json_int_t)budget_cap(s->budget),
-                     "bufferRefusals", (json_int_t)budget_refusals(s->budget));
+    return json_pack(
+        "{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, "
+        "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        "id", s->id, "createdAt", created, "network", s->network_host ? "host" : "none", "limits",
+        "memoryMb", (json_int_t)s->limits.memory_mb, "pids", (json_int_t)s->limits.pids, "cpus",
+        s->limits.cpus, "diskMb", (json_int_t)s->limits.disk_mb, "tmpMb",
+        (json_int_t)s->limits.tmp_mb, "timeoutMs", (json_int_t)s->limits.timeout_ms, "usage",
+        "memoryBytes", (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes, "contexts",
+        (json_int_t)s->ncontexts, "bufferBytes", (json_int_t)budget_used(s->budget),
+        "bufferPeakBytes", (json_int_t)budget_peak(s->budget), "bufferLimitBytes",
+        (json_int_t)budget_cap(s->budget), "bufferRefusals",
+        (json_int_t)budget_refusals(s->budget));
 }

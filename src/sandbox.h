@@ -31,7 +31,7 @@ struct sbx_limits {
     double cpus;
     uint64_t disk_mb;
     uint64_t tmp_mb;
-    uint64_t timeout_ms;        /* default wall-clock timeout of commands and runs */
+    uint64_t timeout_ms; /* default wall-clock timeout of commands and runs */
 };
 
 typedef struct sandbox {
@@ -39,16 +39,16 @@ typedef struct sandbox {
     jail *jail;
     struct sbx_limits limits;
     bool network_host;
-    json_t *env;                /* sandbox-level environment (object of strings), owned */
-    budget *budget;             /* what the daemon holds for it (budget.h); one reference */
-    uint64_t created_ms;        /* Unix epoch, ms */
-    unsigned nexec;             /* commands running */
-    unsigned ncontexts;         /* code contexts alive */
+    json_t *env;         /* sandbox-level environment (object of strings), owned */
+    budget *budget;      /* what the daemon holds for it (budget.h); one reference */
+    uint64_t created_ms; /* Unix epoch, ms */
+    unsigned nexec;      /* commands running */
+    unsigned ncontexts;  /* code contexts alive */
     bool destroying;
-    struct sandbox *hnext;      /* hash chain */
-    struct sandbox *lnext, *lprev;   /* creation-ordered list */
-    void *contexts;             /* owned by context.c */
-    void *processes;            /* owned by process.c */
+    struct sandbox *hnext;         /* hash chain */
+    struct sandbox *lnext, *lprev; /* creation-ordered list */
+    void *contexts;                /* owned by context.c */
+    void *processes;               /* owned by process.c */
 } sandbox;
 
 /* Daemon-wide set-up: remembers the configuration; the jail layer must be initialised. */
@@ -57,7 +57,7 @@ void sbx_init(const struct config *cfg);
 bool sbx_valid_id(const char *id);
 sandbox *sbx_find(const char *id);
 unsigned sbx_count(void);
-sandbox *sbx_first(void);               /* in creation order; then s->lnext */
+sandbox *sbx_first(void); /* in creation order; then s->lnext */
 
 /* The defaults from the configuration, overridden by a request's "limits" object, each
  * within its range and below the operator's ceiling (--max-memory-mb, --max-pids,
@@ -77,8 +77,8 @@ typedef void (*sbx_created_cb)(sandbox *s, const char *id, int rc, const char *e
  * -EEXIST when the id is taken (live or being created), -EMFILE past --max-sandboxes,
  * other -errno from the jail with err set; then cb is never called. env is borrowed
  * (copied). */
-int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host,
-               const json_t *env, sbx_created_cb cb, void *arg, char *err, size_t errlen);
+int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
+               sbx_created_cb cb, void *arg, char *err, size_t errlen);
 
 /* Wait for the creation of id under way: 0 (cb is called once, with its outcome, after
  * the creator's), -ENOENT when none is under way, -EBUSY when --max-pending-spawns

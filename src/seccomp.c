@@ -27,7 +27,7 @@
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sched.h>
-#include <seccomp.h>   /* libseccomp (our header is jail_seccomp.h: no clash) */
+#include <seccomp.h> /* libseccomp (our header is jail_seccomp.h: no clash) */
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -47,6 +47,7 @@
  * PER_LINUX32 (low byte) and the 0xffffffff query stay allowed. */
 #define PERSONA_DANGEROUS 0x0FFE0000ULL
 
+/* clang-format off */
 #define DENY(name, why) { name, EPERM, SC_ALWAYS, 0, 0, 0, why, false, 0, 0 }
 #define NOSYS(name, why) { name, ENOSYS, SC_ALWAYS, 0, 0, 0, why, false, 0, 0 }
 #define CLONE_DENY(flag, why) { "clone", EPERM, SC_ARG_MASKED, 0, flag, flag, why, false, 0, 0 }
@@ -189,6 +190,7 @@ const struct jail_sc_rule jail_sc_rules[] = {
       "ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO...: weakening exploit defences",
       false, 0, 0 },
 };
+/* clang-format on */
 const size_t jail_sc_nrules = sizeof jail_sc_rules / sizeof jail_sc_rules[0];
 
 /* Allowed on purpose, although a reader may expect them denied. */
@@ -223,8 +225,10 @@ static int add(scmp_filter_ctx ctx, const struct jail_sc_rule *r, uint32_t actio
 {
     struct scmp_arg_cmp cs[2] = { c };
     if (n && r->and_cond) {
-        cs[n++] = (struct scmp_arg_cmp){ .arg = r->and_arg, .op = SCMP_CMP_MASKED_EQ,
-                                         .datum_a = 0xffffffffULL, .datum_b = r->and_value };
+        cs[n++] = (struct scmp_arg_cmp){ .arg = r->and_arg,
+                                         .op = SCMP_CMP_MASKED_EQ,
+                                         .datum_a = 0xffffffffULL,
+                                         .datum_b = r->and_value };
     }
     int rc = seccomp_rule_add_array(ctx, action, nr, n, n ? cs : NULL);
     return rc < 0 ? rc : 0;
@@ -235,15 +239,15 @@ static int add_row(scmp_filter_ctx ctx, const struct jail_sc_rule *r)
     int nr = seccomp_syscall_resolve_name(r->syscall);
     if (nr == __NR_SCMP_ERROR)
         return -EINVAL;
-    uint32_t action = r->err == JAIL_SC_KILL ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO((uint32_t)r->err);
+    uint32_t action =
+        r->err == JAIL_SC_KILL ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO((uint32_t)r->err);
     struct scmp_arg_cmp c = { .arg = r->arg };
-    if (r->and_cond && (r->and_arg == r->arg || r->and_arg > 5 || r->and_value > 0xffffffffULL ||
-                        (r->match != SC_ARG_MASKED && r->match != SC_ARG_GT &&
-                         r->match != SC_ARG_EQ)))
+    if (r->and_cond &&
+        (r->and_arg == r->arg || r->and_arg > 5 || r->and_value > 0xffffffffULL ||
+         (r->match != SC_ARG_MASKED && r->match != SC_ARG_GT && r->match != SC_ARG_EQ)))
         return -EINVAL;
     switch (r->match) {
-    case SC_ALWAYS:
-        return add(ctx, r, action, nr, 0, c);
+    case SC_ALWAYS: return add(ctx, r, action, nr, 0, c);
     case SC_ARG_MASKED:
         if (r->mask > 0xffffffffULL)
             return -EINVAL;
@@ -323,8 +327,7 @@ int jail_seccomp_compile(struct jail_sc_prog *out)
     if (rc)
         goto out;
     off_t size = lseek(fd, 0, SEEK_END);
-    if (size <= 0 || size % (off_t)sizeof(struct sock_filter) ||
-        (size_t)size > sizeof out->insns) {
+    if (size <= 0 || size % (off_t)sizeof(struct sock_filter) || (size_t)size > sizeof out->insns) {
         rc = -E2BIG;
         goto out;
     }

@@ -27,8 +27,7 @@ int sse_event(sse *s, const char *type, const char *json, size_t len)
 {
     buf b;
     buf_init(&b, len + 256);
-    int rc = buf_printf(&b, "event: %s\nid: %llu\ndata: ", type,
-                        (unsigned long long)s->next_id++);
+    int rc = buf_printf(&b, "event: %s\nid: %llu\ndata: ", type, (unsigned long long)s->next_id++);
     if (!rc)
         rc = buf_append(&b, json, len);
     if (!rc)
@@ -51,7 +50,7 @@ int sse_event_text(sse *s, const char *type, esc_carry *carry, const void *data,
         rc = esc_json(&b, carry, data, n, final);
     if (!rc && b.len == start) {
         buf_free(&b);
-        return 0;   /* everything waits in the carry: nothing to send yet */
+        return 0; /* everything waits in the carry: nothing to send yet */
     }
     if (!rc)
         rc = buf_puts(&b, "\"}");

@@ -38,7 +38,7 @@ static int random8(unsigned char r[8])
         used = 0;
     }
     memcpy(r, pool + used, 8);
-    memset(pool + used, 0, 8);     /* an id's bytes do not stay behind */
+    memset(pool + used, 0, 8); /* an id's bytes do not stay behind */
     used += 8;
     return 0;
 }
@@ -48,7 +48,7 @@ int stamp_id(char *out, size_t n, const char *prefix)
     unsigned char r[8];
     if (random8(r))
         return -EIO;
-    snprintf(out, n, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7]);
+    snprintf(out, n, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7]);
     return 0;
 }

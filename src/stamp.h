@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-uint64_t stamp_now_ms(void);                               /* Unix epoch, ms */
-void stamp_iso8601(uint64_t ms, char *out, size_t n);      /* n >= 25 */
-int stamp_id(char *out, size_t n, const char *prefix);     /* 0 or -EIO */
+uint64_t stamp_now_ms(void);                           /* Unix epoch, ms */
+void stamp_iso8601(uint64_t ms, char *out, size_t n);  /* n >= 25 */
+int stamp_id(char *out, size_t n, const char *prefix); /* 0 or -EIO */
 
 #endif

@@ -48,10 +48,10 @@
 #define DEFAULT_MAX_PENDING 256
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
-#define HEALTHY_MS 60000     /* a zygote alive this long resets the backoff */
+#define HEALTHY_MS 60000 /* a zygote alive this long resets the backoff */
 #define STR_CAP 1024
-#define REAP_MS 50           /* retry period for a failed context still to be reaped */
-#define REAP_TRIES 200       /* 10 s, then it is left (logged) */
+#define REAP_MS 50     /* retry period for a failed context still to be reaped */
+#define REAP_TRIES 200 /* 10 s, then it is left (logged) */
 #define REAP_MAX 64
 
 struct zreq {
@@ -63,7 +63,7 @@ struct zreq {
     uint32_t len;
     zyg_fork_cb cb;
     void *arg;
-    char payload[];     /* len bytes */
+    char payload[]; /* len bytes */
 };
 
 enum zstate { Z_OFF, Z_STARTING, Z_READY, Z_BACKOFF, Z_STOPPED };
@@ -90,7 +90,10 @@ static struct {
     bool timers_open;
     int timers_closing;
     /* failed contexts the zygote named for us to reap (FORKED, a < 0, b > 0) */
-    struct { int pidfd; unsigned tries; } reaps[REAP_MAX];
+    struct {
+        int pidfd;
+        unsigned tries;
+    } reaps[REAP_MAX];
     unsigned nreaps;
     char lost_reason[128];
     /* requests */
@@ -161,8 +164,9 @@ static void flush(void)
     for (struct zreq *r = Z.head; r; r = r->next) {
         if (r->sent)
             continue;
-        struct zyg_hdr h = { .magic = ZYG_MAGIC, .type = ZYG_FORK, .id = r->id,
-                             .a = (int32_t)r->nenv, .len = r->len };
+        struct zyg_hdr h = {
+            .magic = ZYG_MAGIC, .type = ZYG_FORK, .id = r->id, .a = (int32_t)r->nenv, .len = r->len
+        };
         int rc = zyg_send(Z.fd, &h, r->payload, r->fds, 3);
         if (rc == -EAGAIN)
             break;
@@ -197,7 +201,7 @@ static void handle_forked(const struct zyg_hdr *h, const char *payload)
     *pp = r->next;
     if (Z.tail == r)
         Z.tail = prev;
-    assert(Z.npending > 0);   /* npending counts the requests on the list */
+    assert(Z.npending > 0); /* npending counts the requests on the list */
     Z.npending--;
     const char *msg = NULL;
     if (h->a <= 0)
@@ -223,8 +227,7 @@ static void on_reap_timer(uv_timer_t *t)
         int rc = waitid((idtype_t)P_PIDFD, (id_t)Z.reaps[i].pidfd, &si, WEXITED | WNOHANG);
         bool done = rc == 0 && si.si_pid != 0;
         if (!done && ++Z.reaps[i].tries >= REAP_TRIES)
-            log_warn("zygote: a failed context was not reaped within %d ms",
-                     REAP_MS * REAP_TRIES);
+            log_warn("zygote: a failed context was not reaped within %d ms", REAP_MS * REAP_TRIES);
         if (done || Z.reaps[i].tries >= REAP_TRIES) {
             close(Z.reaps[i].pidfd);
             Z.reaps[i] = Z.reaps[--Z.nreaps];
@@ -238,7 +241,7 @@ static void reap_later(pid_t pid)
 {
     int fd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (fd < 0)
-        return;   /* gone already (reaped) */
+        return; /* gone already (reaped) */
     if (Z.nreaps == REAP_MAX || !Z.timers_open) {
         log_warn("zygote: too many failed contexts to reap, pid %d left", (int)pid);
         close(fd);
@@ -280,7 +283,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
             int fds[ZYG_MAX_FDS], nfds = 0;
             int rc = zyg_recv(Z.fd, &hdr, buf, sizeof buf - sizeof hdr, fds, &nfds, 1);
             for (int i = 0; i < nfds; i++)
-                close(fds[i]);   /* the zygote never sends fds */
+                close(fds[i]); /* the zygote never sends fds */
             if (rc == -EAGAIN)
                 break;
             if (rc == 0) {
@@ -302,7 +305,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
             else
                 log_warn("zygote: unexpected message type %" PRIu32, hdr.type);
             if (Z.state != Z_READY && Z.state != Z_STARTING)
-                return;   /* a callback stopped us, or the zygote was lost */
+                return; /* a callback stopped us, or the zygote was lost */
         }
     }
     if (events & UV_DISCONNECT) {
@@ -336,7 +339,7 @@ static void on_backoff(uv_timer_t *t)
     (void)t;
     if (Z.state != Z_BACKOFF)
         return;
-    if (Z.poll_open || Z.proc_open) {   /* handles still closing: try again shortly */
+    if (Z.poll_open || Z.proc_open) { /* handles still closing: try again shortly */
         uv_timer_start(&Z.timer, on_backoff, 10, 0);
         return;
     }
@@ -394,7 +397,7 @@ static void zygote_lost(const char *reason)
     uv_timer_stop(&Z.timer);
     close_socket();
     if (Z.proc_open && !Z.proc_exited)
-        uv_process_kill(&Z.proc, SIGKILL);   /* its exit callback closes the handle */
+        uv_process_kill(&Z.proc, SIGKILL); /* its exit callback closes the handle */
     fail_all(-EPIPE, "the Python zygote died");
 }
 
@@ -456,8 +459,12 @@ static int spawn_zygote(char *err, size_t errlen)
         { .flags = UV_INHERIT_FD, .data.fd = sv[1] },
     };
     uv_process_options_t o = {
-        .exit_cb = on_proc_exit, .file = Z.path, .args = args, .env = env,
-        .stdio_count = 4, .stdio = stdio,
+        .exit_cb = on_proc_exit,
+        .file = Z.path,
+        .args = args,
+        .env = env,
+        .stdio_count = 4,
+        .stdio = stdio,
     };
     Z.proc_exited = false;
     int rc = uv_spawn(Z.loop, &Z.proc, &o);
@@ -569,8 +576,8 @@ int zyg_start(uv_loop_t *loop, const struct zyg_config *cfg, char *err, size_t e
     return 0;
 }
 
-int zyg_fork(const struct jail_entry *e, const char *cwd, const char *const *envp,
-             int channel_fd, int stdout_fd, int stderr_fd, zyg_fork_cb cb, void *arg)
+int zyg_fork(const struct jail_entry *e, const char *cwd, const char *const *envp, int channel_fd,
+             int stdout_fd, int stderr_fd, zyg_fork_cb cb, void *arg)
 {
     if (!e || !cwd || cwd[0] != '/' || !cb || channel_fd < 0 || stdout_fd < 0 || stderr_fd < 0)
         return -EINVAL;
@@ -657,7 +664,7 @@ void zyg_stop(void)
         return;
     bool already = Z.state == Z_STOPPED && !Z.timers_open;
     Z.state = Z_STOPPED;
-    close_socket();   /* EOF: the zygote exits by itself */
+    close_socket(); /* EOF: the zygote exits by itself */
     if (Z.proc_open && !Z.proc_exited)
         uv_process_kill(&Z.proc, SIGTERM);
     if (Z.proc_open && Z.proc_exited && !uv_is_closing((uv_handle_t *)&Z.proc))

@@ -21,15 +21,15 @@
 #include "jail_enter.h"
 
 struct zyg_config {
-    const char *zygote_path;       /* the sandboxd-zygote binary */
-    const char *runtimes_dir;      /* host runtimes dir (holds python/sandboxd_runtime) */
-    const char *inside_runtimes;   /* the same dir inside a sandbox; NULL = /opt/sandboxd */
-    const char *mpl_cache;         /* pre-built matplotlib font cache dir; NULL = none */
-    const char *ipython_dir;       /* IPYTHONDIR for the zygote; NULL = a private temp dir */
-    const char *preload;           /* modules to import, "IPython,numpy,pandas,matplotlib";
+    const char *zygote_path;     /* the sandboxd-zygote binary */
+    const char *runtimes_dir;    /* host runtimes dir (holds python/sandboxd_runtime) */
+    const char *inside_runtimes; /* the same dir inside a sandbox; NULL = /opt/sandboxd */
+    const char *mpl_cache;       /* pre-built matplotlib font cache dir; NULL = none */
+    const char *ipython_dir;     /* IPYTHONDIR for the zygote; NULL = a private temp dir */
+    const char *preload;         /* modules to import, "IPython,numpy,pandas,matplotlib";
                                       NULL = only what sandboxd_runtime.preload() imports */
-    unsigned ready_timeout_ms;     /* wait for `ready` at (re)start; 0 = 20000 */
-    unsigned max_pending;          /* fork requests in flight at once; 0 = 256 */
+    unsigned ready_timeout_ms;   /* wait for `ready` at (re)start; 0 = 20000 */
+    unsigned max_pending;        /* fork requests in flight at once; 0 = 256 */
 };
 
 /* Called exactly once per accepted request, on the loop. pid is the context's host pid
@@ -51,8 +51,8 @@ int zyg_start(uv_loop_t *loop, const struct zyg_config *cfg, char *err, size_t e
  * (cb is never called): -EAGAIN when the zygote is not available or max_pending requests
  * are in flight, -E2BIG when cwd + envp exceed the request cap (64 KiB, 1024 vars),
  * -EINVAL for a bad argument. */
-int zyg_fork(const struct jail_entry *e, const char *cwd, const char *const *envp,
-             int channel_fd, int stdout_fd, int stderr_fd, zyg_fork_cb cb, void *arg);
+int zyg_fork(const struct jail_entry *e, const char *cwd, const char *const *envp, int channel_fd,
+             int stdout_fd, int stderr_fd, zyg_fork_cb cb, void *arg);
 
 /* Python's version as the zygote reported it ("3.11.2"); "" before the first ready. */
 const char *zyg_version(void);

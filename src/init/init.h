@@ -19,27 +19,27 @@
 #include "../jail_seccomp.h"
 
 #define INIT_CTL_FD 3
-#define INIT_USER_UID 1000   /* the sandbox user, inside */
+#define INIT_USER_UID 1000 /* the sandbox user, inside */
 #define INIT_USER_GID 1000
 
 struct init_cfg {
-    const char *cgroup_procs[4];   /* host cgroup.procs files the outer joins (root mode) */
+    const char *cgroup_procs[4]; /* host cgroup.procs files the outer joins (root mode) */
     int ncg;
-    bool rootless;                 /* daemon not root: one uid mapped, setgroups denied */
-    uid_t host_root_uid, host_user_uid;   /* host uids for inside 0 and 1000 (root mode) */
+    bool rootless;                      /* daemon not root: one uid mapped, setgroups denied */
+    uid_t host_root_uid, host_user_uid; /* host uids for inside 0 and 1000 (root mode) */
     gid_t host_root_gid, host_user_gid;
     bool network_host;
-    uint64_t tmp_bytes;            /* size of /tmp and /dev/shm */
-    const char *runtimes_dir;      /* host dir bound read-only at /opt/sandboxd (or NULL) */
-    int runtimes_fd;               /* a detached mount to attach there instead (or -1) */
-    uint64_t ws_bytes;             /* rootless: /workspace is a tmpfs this big, not a bind */
+    uint64_t tmp_bytes;             /* size of /tmp and /dev/shm */
+    const char *runtimes_dir;       /* host dir bound read-only at /opt/sandboxd (or NULL) */
+    int runtimes_fd;                /* a detached mount to attach there instead (or -1) */
+    uint64_t ws_bytes;              /* rootless: /workspace is a tmpfs this big, not a bind */
     int mem_usage_fd, mem_limit_fd; /* the sandbox's memory cgroup usage and limit files,
                                       opened by the outer (or -1): see init_serve.c */
-    uint64_t spawn_reserve;        /* fork only with this much of that memory free (0: any) */
+    uint64_t spawn_reserve;         /* fork only with this much of that memory free (0: any) */
     /* --make-runtimes mode (init_runtimes.c) */
-    const char *make_runtimes;     /* the dir to copy (NULL: normal mode) */
-    const char *mpl_cache;         /* copied to mpl-cache/ in it (or NULL) */
-    uint64_t runtimes_bytes;       /* size of the tmpfs */
+    const char *make_runtimes; /* the dir to copy (NULL: normal mode) */
+    const char *mpl_cache;     /* copied to mpl-cache/ in it (or NULL) */
+    uint64_t runtimes_bytes;   /* size of the tmpfs */
     /* The workspace is the outer's current directory at start (the daemon sets it). */
 };
 
@@ -53,6 +53,7 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen);
 int init_make_runtimes(const struct init_cfg *cfg);
 
 /* Serve the control socket as pid 1; never returns. */
-void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog) __attribute__((noreturn));
+void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)
+    __attribute__((noreturn));
 
 #endif

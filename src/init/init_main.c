@@ -147,8 +147,8 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
             return rc;
         snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_UID, (unsigned)getuid());
     } else {
-        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_uid,
-                 INIT_USER_UID, (unsigned)cfg->host_user_uid);
+        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_uid, INIT_USER_UID,
+                 (unsigned)cfg->host_user_uid);
     }
     snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
     if ((rc = init_write_file(path, map)))
@@ -156,8 +156,8 @@ static int write_maps(const struct init_cfg *cfg, pid_t pid)
     if (cfg->rootless)
         snprintf(map, sizeof map, "%d %u 1\n", INIT_USER_GID, (unsigned)getgid());
     else
-        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_gid,
-                 INIT_USER_GID, (unsigned)cfg->host_user_gid);
+        snprintf(map, sizeof map, "0 %u 1\n%d %u 1\n", (unsigned)cfg->host_root_gid, INIT_USER_GID,
+                 (unsigned)cfg->host_user_gid);
     snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
     return init_write_file(path, map);
 }
@@ -172,7 +172,7 @@ static int keep_namespaces(const struct init_cfg *cfg, pid_t pid, int *sync_fd)
 {
     static const char *const names[JAIL_NS_COUNT] = {
         [JAIL_NS_USER] = "user", [JAIL_NS_MNT] = "mnt", [JAIL_NS_PID] = "pid",
-        [JAIL_NS_IPC] = "ipc", [JAIL_NS_UTS] = "uts", [JAIL_NS_CGROUP] = "cgroup",
+        [JAIL_NS_IPC] = "ipc",   [JAIL_NS_UTS] = "uts", [JAIL_NS_CGROUP] = "cgroup",
         [JAIL_NS_NET] = "net",
     };
     /* The targets may hold descriptors we inherited by mistake (dup3 closes them), but
@@ -303,7 +303,7 @@ static __attribute__((noreturn)) void inner_main(const struct init_cfg *cfg, int
         _exit(1);
     }
     if (cfg->runtimes_fd >= 0)
-        close(cfg->runtimes_fd);   /* attached (a clone): the original stays the daemon's */
+        close(cfg->runtimes_fd); /* attached (a clone): the original stays the daemon's */
     if (!cfg->network_host && (rc = loopback_up())) {
         send_fail(rc, "init: could not bring up loopback in the sandbox network namespace");
         _exit(1);
@@ -409,9 +409,9 @@ static pid_t clone_inner(struct init_cfg *cfg, int sync[2])
 static void outer_after_clone(struct init_cfg *cfg, pid_t pid)
 {
     if (cfg->runtimes_fd >= 0)
-        close(cfg->runtimes_fd);   /* the inner has its copy */
+        close(cfg->runtimes_fd); /* the inner has its copy */
     if (cfg->mem_usage_fd >= 0) {
-        close(cfg->mem_usage_fd);   /* the inner's, likewise */
+        close(cfg->mem_usage_fd); /* the inner's, likewise */
         close(cfg->mem_limit_fd);
     }
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so

@@ -31,9 +31,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define NEWROOT "/tmp"      /* mount point of the new root inside our private mount ns */
-#define COPY_MAX (4 << 20)  /* cap for files copied into the root tmpfs */
+#define NEWROOT "/tmp"     /* mount point of the new root inside our private mount ns */
+#define COPY_MAX (4 << 20) /* cap for files copied into the root tmpfs */
 
+/* clang-format off */
 enum mkind {
     R_BIND_RO,       /* host dir/file → read-only, nosuid, nodev bind; must exist */
     R_BIND_RO_OPT,   /* same, skipped when the host has no such path */
@@ -135,6 +136,7 @@ static const struct mrow root_table[] = {
     { R_PROC, NULL, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
       "shows only the sandbox's pid namespace" },
 };
+/* clang-format on */
 
 static int rpath(char *out, size_t n, const char *rel)
 {
@@ -257,12 +259,12 @@ static int attach_clone(int mnt, const char *dst)
 {
     if (mkdir(dst, 0755) < 0)
         return -errno;
-    int c = (int)syscall(SYS_open_tree, mnt, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-                                                  AT_EMPTY_PATH | AT_RECURSIVE);
+    int c = (int)syscall(SYS_open_tree, mnt, "",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
     if (c < 0)
         return -errno;
-    int rc = syscall(SYS_move_mount, c, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0
-                 ? -errno : 0;
+    int rc =
+        syscall(SYS_move_mount, c, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
     close(c);
     return rc ? rc : set_ro(dst, true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
@@ -274,22 +276,14 @@ static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
     if (rc)
         return rc;
     switch (r->kind) {
-    case R_BIND_RO:
-        return bind_ro(r->src, dst, false);
-    case R_BIND_RO_OPT:
-        return bind_ro(r->src, dst, true);
-    case R_LINK_OR_BIND:
-        return link_or_bind(r->src, dst);
-    case R_COPY:
-        return copy_file(r->src, dst);
-    case R_WRITE:
-        return write_text(dst, r->src);
-    case R_DIR:
-        return mkdir(dst, 0755) < 0 ? -errno : 0;
-    case R_SYMLINK:
-        return symlink(r->src, dst) < 0 ? -errno : 0;
-    case R_TMPFS:
-        return tmpfs(dst, r->src, r->flags, 0);
+    case R_BIND_RO: return bind_ro(r->src, dst, false);
+    case R_BIND_RO_OPT: return bind_ro(r->src, dst, true);
+    case R_LINK_OR_BIND: return link_or_bind(r->src, dst);
+    case R_COPY: return copy_file(r->src, dst);
+    case R_WRITE: return write_text(dst, r->src);
+    case R_DIR: return mkdir(dst, 0755) < 0 ? -errno : 0;
+    case R_SYMLINK: return symlink(r->src, dst) < 0 ? -errno : 0;
+    case R_TMPFS: return tmpfs(dst, r->src, r->flags, 0);
     case R_TMPFS_SIZED:
         return tmpfs(dst, r->src, r->flags, cfg->tmp_bytes ? cfg->tmp_bytes : (64ULL << 20));
     case R_DEV:
@@ -347,7 +341,8 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
         goto out;
     }
     /* Open the runtimes dir before NEWROOT is covered (it could live below it). */
-    if (cfg->runtimes_fd < 0 && cfg->runtimes_dir && (rt_fd = open(cfg->runtimes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if (cfg->runtimes_fd < 0 && cfg->runtimes_dir &&
+        (rt_fd = open(cfg->runtimes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
         rc = -errno;
         what = cfg->runtimes_dir;
         goto out;
@@ -388,6 +383,7 @@ out:
     if (rt_fd >= 0)
         close(rt_fd);
     if (rc)
-        snprintf(err, errlen, "init: building the sandbox root failed at %s: %s", what, strerror(-rc));
+        snprintf(err, errlen, "init: building the sandbox root failed at %s: %s", what,
+                 strerror(-rc));
     return rc;
 }

@@ -85,7 +85,7 @@ static int copy_file(int sdir, const char *name, int ddir, mode_t mode)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                rc = w < 0 ? -errno : -EIO;   /* ENOSPC past --runtimes-bytes */
+                rc = w < 0 ? -errno : -EIO; /* ENOSPC past --runtimes-bytes */
                 goto out;
             }
             off += w;
@@ -172,8 +172,8 @@ static int copy_dir(int mnt, const char *path, const char *name, char *what, siz
     int dst = -1, rc = 0;
     if (name[0] && mkdirat(mnt, name, 0755) < 0)
         rc = -errno;
-    if (!rc && (dst = openat(mnt, name[0] ? name : ".", O_RDONLY | O_DIRECTORY |
-                             O_NOFOLLOW | O_CLOEXEC)) < 0)
+    if (!rc && (dst = openat(mnt, name[0] ? name : ".",
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         rc = -errno;
     if (!rc)
         rc = copy_tree(src, dst, 0, what, whatlen);
@@ -193,12 +193,11 @@ int init_make_runtimes(const struct init_cfg *cfg)
         step = "a user namespace of its own";
         goto fail;
     }
-    snprintf(size, sizeof size, "%" PRIu64, cfg->runtimes_bytes ? cfg->runtimes_bytes
-                                                                 : (uint64_t)256 << 20);
+    snprintf(size, sizeof size, "%" PRIu64,
+             cfg->runtimes_bytes ? cfg->runtimes_bytes : (uint64_t)256 << 20);
     step = "fsopen(tmpfs)";
     fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-    if (fs < 0 ||
-        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "sandboxd", 0) < 0 ||
+    if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "sandboxd", 0) < 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
@@ -223,8 +222,7 @@ int init_make_runtimes(const struct init_cfg *cfg)
     }
     what[0] = '\0';
     step = "making it read-only";
-    struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                        MOUNT_ATTR_NODEV };
+    struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
     if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
         rc = -errno;
         goto fail;

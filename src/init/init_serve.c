@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LIVE_MAX 8192   /* spawned, not yet reaped; beyond it spawns fail with EAGAIN */
+#define LIVE_MAX 8192 /* spawned, not yet reaped; beyond it spawns fail with EAGAIN */
 
 static pid_t live[LIVE_MAX];
 static size_t nlive;
@@ -103,12 +103,12 @@ static void reply(uint32_t type, uint32_t id, int32_t a, int32_t b, const int *f
 {
     struct jp_hdr h = { .type = type, .id = id, .a = a, .b = b };
     if (jp_send(INIT_CTL_FD, &h, NULL, fds, nfds) < 0)
-        _exit(1);   /* the daemon is gone */
+        _exit(1); /* the daemon is gone */
 }
 
 /* Split "cwd\0argv…\0envp…\0" into pointers. 0 or -EINVAL. */
-static int parse_spawn(char *p, size_t len, int argc, int envc, const char **cwd,
-                       char **argv, char **envp)
+static int parse_spawn(char *p, size_t len, int argc, int envc, const char **cwd, char **argv,
+                       char **envp)
 {
     if (argc < 1 || envc < 0 || argc + envc > JP_MAX_ARGS || len == 0 || p[len - 1] != '\0')
         return -EINVAL;
@@ -130,8 +130,8 @@ static int parse_spawn(char *p, size_t len, int argc, int envc, const char **cwd
 }
 
 static __attribute__((noreturn)) void spawn_child(const int *fds, int nfds, int errfd,
-                                                   const char *cwd, char **argv, char **envp,
-                                                   const struct jail_sc_prog *prog)
+                                                  const char *cwd, char **argv, char **envp,
+                                                  const struct jail_sc_prog *prog)
 {
     int hi[JP_MAX_FDS];
     int e = 0;
@@ -155,8 +155,12 @@ static __attribute__((noreturn)) void spawn_child(const int *fds, int nfds, int 
         keep[i] = i;
     keep[nfds] = errfd;
     struct jail_drop d = {
-        .uid = INIT_USER_UID, .gid = INIT_USER_GID, .cwd = cwd,
-        .keep_fds = keep, .nkeep = (size_t)nfds + 1, .seccomp = prog,
+        .uid = INIT_USER_UID,
+        .gid = INIT_USER_GID,
+        .cwd = cwd,
+        .keep_fds = keep,
+        .nkeep = (size_t)nfds + 1,
+        .seccomp = prog,
     };
     int rc = jail_drop_privileges(&d);
     if (rc) {
@@ -238,7 +242,7 @@ static void handle_kill(const struct jp_hdr *h)
     if (sig == SIGKILL)
         (void)kill(-pid, SIGCONT);
     if (kill(-pid, sig) < 0 && errno == ESRCH)
-        (void)kill(pid, sig);   /* not a group leader any more: the process itself */
+        (void)kill(pid, sig); /* not a group leader any more: the process itself */
 }
 
 static void handle_adopt(const struct jp_hdr *h)
@@ -297,7 +301,7 @@ void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)
             if (rc == -EAGAIN)
                 break;
             if (rc == 0 || (rc < 0 && rc != -EBADMSG))
-                _exit(0);   /* daemon closed its end: the sandbox ends with us */
+                _exit(0); /* daemon closed its end: the sandbox ends with us */
             if (rc < 0)
                 continue;
             switch (h.type) {
@@ -305,14 +309,9 @@ void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)
                 handle_spawn(cfg, &h, payload, fds, nfds, prog);
                 nfds = 0;
                 break;
-            case JP_KILL:
-                handle_kill(&h);
-                break;
-            case JP_ADOPT:
-                handle_adopt(&h);
-                break;
-            default:
-                break;
+            case JP_KILL: handle_kill(&h); break;
+            case JP_ADOPT: handle_adopt(&h); break;
+            default: break;
             }
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);

@@ -68,7 +68,7 @@
 
 /* The receive buffer: its own mapping (see zyg_forget_request), ZYG_MSG_MAX bytes. */
 static char *msgbuf;
-static struct zyg_req req;   /* the request being served, parsed in place in msgbuf */
+static struct zyg_req req; /* the request being served, parsed in place in msgbuf */
 
 /* Reply to request id: a = result, b = inside pid, msg optional. */
 void zyg_reply(uint32_t id, int32_t a, int32_t b, const char *msg)

@@ -23,7 +23,7 @@ struct zyg_req {
     uint32_t id;
     struct jail_entry entry;
     const char *cwd;
-    const char *env[ZYG_MAX_ENV + 1];   /* NULL-terminated */
+    const char *env[ZYG_MAX_ENV + 1]; /* NULL-terminated */
     size_t nenv;
     int channel_fd, stdout_fd, stderr_fd;
 };
@@ -54,8 +54,8 @@ void zyg_forget_request(void);
 
 /* Prepared in the zygote before any fork (zygote_start.c), used by the child. */
 struct zyg_python {
-    void *enter_fn;   /* PyObject *: _enter(env_list) */
-    void *serve_fn;   /* PyObject *: sandboxd_runtime.serve */
+    void *enter_fn; /* PyObject *: _enter(env_list) */
+    void *serve_fn; /* PyObject *: sandboxd_runtime.serve */
 };
 extern struct zyg_python zyg_py;
 

@@ -46,7 +46,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define HIGH_FD 10   /* sources are moved to fds >= this before the dup2s */
+#define HIGH_FD 10 /* sources are moved to fds >= this before the dup2s */
 
 static void report(int fd, int32_t v)
 {
@@ -65,7 +65,8 @@ static void channel_failed(int e)
     char line[256];
     int n = snprintf(line, sizeof line,
                      "{\"type\":\"failed\",\"errno\":%d,\"message\":\"entering the sandbox "
-                     "failed: %s\"}\n", e, strerror(e));
+                     "failed: %s\"}\n",
+                     e, strerror(e));
     if (chan_fd >= 0 && n > 0 && (size_t)n < sizeof line)
         (void)!write(chan_fd, line, (size_t)n);
 }
@@ -108,7 +109,7 @@ static int join_cgroups_fast(struct jail_entry *e)
         memcpy(tasks + dir, "tasks", sizeof "tasks");
         int fd = open(tasks, O_WRONLY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
-            continue;   /* cgroup v2: jail_enter() writes cgroup.procs */
+            continue; /* cgroup v2: jail_enter() writes cgroup.procs */
         if (fd < 0)
             return -errno;
         int rc = write(fd, "0", 1) == 1 ? 0 : -errno;
@@ -183,8 +184,13 @@ static void enter_sandbox(const struct zyg_req *r, int rp, int pidfd,
 {
     const int keep[] = { 0, 1, 2, 3, rp };
     struct jail_enter_opts o = {
-        .cwd = r->cwd, .keep_fds = keep, .nkeep = sizeof keep / sizeof keep[0],
-        .seccomp = prog, .report_fd = rp, .in_pidns = pidfd >= 0, .pidfd = pidfd,
+        .cwd = r->cwd,
+        .keep_fds = keep,
+        .nkeep = sizeof keep / sizeof keep[0],
+        .seccomp = prog,
+        .report_fd = rp,
+        .in_pidns = pidfd >= 0,
+        .pidfd = pidfd,
     };
     struct jail_entry e = r->entry;
     int rc = reseed_expat_salt();
@@ -195,8 +201,8 @@ static void enter_sandbox(const struct zyg_req *r, int rp, int pidfd,
     pid_t self = getpid();
     rc = jail_enter(&e, &o);
     if (rc && (o.in_pidns || getpid() == self))
-        fail(rc);   /* before the second fork (or there is none) */
-    if (rc) {       /* the grandchild failed: its records are tagged */
+        fail(rc); /* before the second fork (or there is none) */
+    if (rc) {     /* the grandchild failed: its records are tagged */
         report(rp, ZYG_REPORT_INSIDE_ERR(rc < 0 && rc > -4096 ? -rc : EIO));
         _exit(127);
     }
@@ -245,11 +251,11 @@ void zyg_child_main(const struct zyg_req *r, int report_pipe, int pidfd,
 
     /* Step 3: the request's environment into os.environ, then forget the request. */
     PyObject *env = env_list(r);
-    zyg_forget_request();   /* r is gone: its pages would stay private to this process */
+    zyg_forget_request(); /* r is gone: its pages would stay private to this process */
     PyObject *res = env ? PyObject_CallFunction((PyObject *)zyg_py.enter_fn, "O", env) : NULL;
     Py_XDECREF(env);
     if (!res) {
-        PyErr_Print();   /* to the context's stderr pipe */
+        PyErr_Print(); /* to the context's stderr pipe */
         _exit(127);
     }
     Py_DECREF(res);

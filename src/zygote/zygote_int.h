@@ -24,7 +24,7 @@
 /* Reply to request id: a = result, b = inside pid, msg optional. Waits while the socket
  * is full (the daemon is behind). */
 void zyg_reply(uint32_t id, int32_t a, int32_t b, const char *msg);
-long long zyg_now_ms(void);   /* CLOCK_MONOTONIC */
+long long zyg_now_ms(void); /* CLOCK_MONOTONIC */
 /* Close the zygote's copies of the request's channel, stdout and stderr fds. */
 void zyg_close_request_fds(struct zyg_req *r);
 

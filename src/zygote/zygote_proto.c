@@ -22,12 +22,11 @@ int zyg_send(int fd, const struct zyg_hdr *h, const void *payload, const int *fd
     return fdmsg_send(fd, h, sizeof *h, payload, h->len, fds, nfds, MSG_DONTWAIT);
 }
 
-int zyg_recv(int fd, struct zyg_hdr *h, void *buf, size_t cap, int *fds, int *nfds,
-             int dontwait)
+int zyg_recv(int fd, struct zyg_hdr *h, void *buf, size_t cap, int *fds, int *nfds, int dontwait)
 {
     memset(h, 0, sizeof *h);
-    ssize_t r = fdmsg_recv(fd, h, sizeof *h, buf, cap, fds, ZYG_MAX_FDS, nfds,
-                           dontwait ? MSG_DONTWAIT : 0);
+    ssize_t r =
+        fdmsg_recv(fd, h, sizeof *h, buf, cap, fds, ZYG_MAX_FDS, nfds, dontwait ? MSG_DONTWAIT : 0);
     if (r <= 0)
         return (int)r;
     if ((size_t)r < sizeof *h || h->magic != ZYG_MAGIC || (size_t)r != sizeof *h + h->len) {

@@ -37,12 +37,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZYG_MAGIC 0x5a594731u      /* "ZYG1" */
-#define ZYG_MSG_MAX (64 * 1024)    /* whole datagram */
+#define ZYG_MAGIC 0x5a594731u   /* "ZYG1" */
+#define ZYG_MSG_MAX (64 * 1024) /* whole datagram */
 #define ZYG_MAX_FDS 3
 #define ZYG_MAX_ENV 1024
 #define ZYG_CWD_MAX 4096
-#define ZYG_CTL_FD 3               /* the zygote's end of the control socket */
+#define ZYG_CTL_FD 3 /* the zygote's end of the control socket */
 
 enum zyg_type {
     ZYG_READY = 1,
@@ -55,7 +55,7 @@ struct zyg_hdr {
     uint32_t type;
     uint32_t id;
     int32_t a, b;
-    uint32_t len;     /* payload bytes after the header */
+    uint32_t len; /* payload bytes after the header */
 };
 
 /* Send one message with up to ZYG_MAX_FDS fds. 0 or -errno (-EAGAIN on a full
@@ -66,7 +66,6 @@ int zyg_send(int fd, const struct zyg_hdr *h, const void *payload, const int *fd
  * fds (room for ZYG_MAX_FDS). dontwait: MSG_DONTWAIT. Returns 1 for a message, 0 at EOF,
  * -EAGAIN when nothing is waiting, -EBADMSG for a malformed datagram (its fds closed;
  * h->id is still set when the header was complete), or another -errno. */
-int zyg_recv(int fd, struct zyg_hdr *h, void *buf, size_t cap, int *fds, int *nfds,
-             int dontwait);
+int zyg_recv(int fd, struct zyg_hdr *h, void *buf, size_t cap, int *fds, int *nfds, int dontwait);
 
 #endif

@@ -38,7 +38,7 @@
 #define REPORT_TIMEOUT_MS 10000
 
 static struct jail_sc_prog seccomp_prog;
-static unsigned unreaped;   /* intermediates forked and not yet waited for */
+static unsigned unreaped; /* intermediates forked and not yet waited for */
 
 /* ---- creating the context process ----------------------------------------------------
  *
@@ -65,8 +65,8 @@ static unsigned unreaped;   /* intermediates forked and not yet waited for */
 
 static struct {
     bool on;
-    int own_pidns;        /* the zygote's pid namespace, to return to after each clone */
-    pid_t *tid_addr;      /* glibc's tid field of this thread */
+    int own_pidns;   /* the zygote's pid namespace, to return to after each clone */
+    pid_t *tid_addr; /* glibc's tid field of this thread */
     void *robust_head;
     size_t robust_len;
 } direct = { .own_pidns = -1 };
@@ -75,7 +75,7 @@ static struct {
 #define CLONE_PIDFD 0x00001000
 #endif
 
-struct zyg_clone_args {   /* struct clone_args, CLONE_ARGS_SIZE_VER0 */
+struct zyg_clone_args { /* struct clone_args, CLONE_ARGS_SIZE_VER0 */
     uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
 };
 
@@ -249,7 +249,7 @@ static void waiting_done(unsigned i, int32_t result, const char *msg)
         if (w->host > 0)
             kill(w->host, SIGKILL);
         if (w->mid > 0)
-            kill(w->mid, SIGKILL);   /* stuck in its sandbox: it is ours to reap */
+            kill(w->mid, SIGKILL); /* stuck in its sandbox: it is ours to reap */
         b = w->host > 0 ? w->host : 0;
     }
     zyg_reply(w->id, result, b, msg);
@@ -265,7 +265,7 @@ static void waiting_read(unsigned i)
     char msg[256];
     for (;;) {
         int32_t v;
-        ssize_t n = read(w->rp, &v, sizeof v);   /* records are written whole (< PIPE_BUF) */
+        ssize_t n = read(w->rp, &v, sizeof v); /* records are written whole (< PIPE_BUF) */
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
@@ -307,8 +307,9 @@ static void serve_forked(struct zyg_req *r)
         int e = nwaiting == ZYG_MAX_WAITING ? EAGAIN : errno;
         zyg_close_request_fds(r);
         zyg_forget_request();
-        snprintf(msg, sizeof msg, "zygote: %s", nwaiting == ZYG_MAX_WAITING
-                 ? "too many contexts are entering their sandboxes" : strerror(e));
+        snprintf(msg, sizeof msg, "zygote: %s",
+                 nwaiting == ZYG_MAX_WAITING ? "too many contexts are entering their sandboxes"
+                                             : strerror(e));
         zyg_reply(id, -e, 0, msg);
         return;
     }
@@ -334,7 +335,10 @@ static void serve_forked(struct zyg_req *r)
     unreaped++;
     (void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
     waiting[nwaiting++] = (struct waiting){
-        .id = id, .rp = rp[0], .mid = pid, .deadline = zyg_now_ms() + REPORT_TIMEOUT_MS,
+        .id = id,
+        .rp = rp[0],
+        .mid = pid,
+        .deadline = zyg_now_ms() + REPORT_TIMEOUT_MS,
     };
 }
 
@@ -347,13 +351,13 @@ static void reap_children(void)
             continue;
         if (p <= 0) {
             if (p < 0)
-                unreaped = 0;   /* ECHILD: nothing left */
+                unreaped = 0; /* ECHILD: nothing left */
             return;
         }
         unreaped--;
         for (unsigned i = 0; i < nwaiting; i++)
             if (waiting[i].mid == p)
-                waiting[i].mid = 0;   /* gone: never signal its pid again */
+                waiting[i].mid = 0; /* gone: never signal its pid again */
     }
 }
 
@@ -385,7 +389,7 @@ unsigned zyg_waiting_pollfds(struct pollfd *p, long long now, long long *timeout
             *timeout = left < 0 ? 0 : left;
     }
     if (unreaped && (*timeout < 0 || *timeout > 20))
-        *timeout = 20;   /* intermediates exit within milliseconds of their report */
+        *timeout = 20; /* intermediates exit within milliseconds of their report */
     return nwaiting;
 }
 
@@ -400,6 +404,7 @@ void zyg_waiting_events(const struct pollfd *p, unsigned n, int pr)
     long long now = zyg_now_ms();
     for (unsigned i = nwaiting; i-- > 0;)
         if (waiting[i].deadline <= now)
-            waiting_done(i, -ETIMEDOUT, "the context did not report from its sandbox in "
+            waiting_done(i, -ETIMEDOUT,
+                         "the context did not report from its sandbox in "
                          "time (killed)");
 }

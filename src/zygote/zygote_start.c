@@ -41,11 +41,11 @@ static struct opts {
     char inside_runtimes[PATH_CAP]; /* where the sandbox sees it */
     char mpl_cache[PATH_CAP];
     char ipython_dir[PATH_CAP];
-    char preload[1024];             /* comma-separated module names */
+    char preload[1024]; /* comma-separated module names */
 } opt = { .inside_runtimes = "/opt/sandboxd" };
 
 static char host_python_dir[PATH_CAP];
-static char host_mpl_cache[PATH_CAP];   /* --mpl-cache as given (before a private copy) */
+static char host_mpl_cache[PATH_CAP]; /* --mpl-cache as given (before a private copy) */
 
 /* The environment every context starts from is replaced in the child by _enter()
  * (os.environ and the C environment together: clearenv() ran before, os.environ's
@@ -58,13 +58,12 @@ static char host_mpl_cache[PATH_CAP];   /* --mpl-cache as given (before a privat
  * created before fork, and the host path's finders are dropped. Measured (before):
  * rewriting the paths and calling importlib.invalidate_caches() in each child wrote to
  * ~4 MiB of the zygote's pages (every cached FileFinder) and took ~2 ms. */
-static const char enter_src[] =
-    "import os\n"
-    "def _enter(env):\n"
-    "    os.environ._data.clear()\n"
-    "    for item in env:\n"
-    "        key, _, value = item.partition('=')\n"
-    "        os.environ[key] = value\n";
+static const char enter_src[] = "import os\n"
+                                "def _enter(env):\n"
+                                "    os.environ._data.clear()\n"
+                                "    for item in env:\n"
+                                "        key, _, value = item.partition('=')\n"
+                                "        os.environ[key] = value\n";
 
 /* Describe the pending Python exception in buf (and print its traceback to stderr). */
 static void python_error(char *buf, size_t n, const char *what)
@@ -126,17 +125,19 @@ static int parse_args(int argc, char **argv)
     };
     char *const dsts[] = { opt.runtimes, opt.inside_runtimes, opt.mpl_cache, opt.ipython_dir,
                            opt.preload };
-    const size_t caps[] = { sizeof opt.runtimes, sizeof opt.inside_runtimes,
-                            sizeof opt.mpl_cache, sizeof opt.ipython_dir, sizeof opt.preload };
+    const size_t caps[] = { sizeof opt.runtimes, sizeof opt.inside_runtimes, sizeof opt.mpl_cache,
+                            sizeof opt.ipython_dir, sizeof opt.preload };
     for (int i = 1; i < argc; i++) {
         size_t k;
         for (k = 0; k < sizeof names / sizeof names[0]; k++)
             if (!strcmp(argv[i], names[k]))
                 break;
         if (k == sizeof names / sizeof names[0] || i + 1 >= argc) {
-            fprintf(stderr, "sandboxd-zygote: bad argument %s\nusage: sandboxd-zygote "
+            fprintf(stderr,
+                    "sandboxd-zygote: bad argument %s\nusage: sandboxd-zygote "
                     "--runtimes DIR [--inside-runtimes DIR] [--mpl-cache DIR] "
-                    "[--ipython-dir DIR] [--preload MOD,MOD]\n", argv[i]);
+                    "[--ipython-dir DIR] [--preload MOD,MOD]\n",
+                    argv[i]);
             return -EINVAL;
         }
         if (copy_opt(dsts[k], caps[k], argv[++i], names[k]))
@@ -168,10 +169,10 @@ static int copy_dir_files(const char *src, const char *dst)
         if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
             if (in >= 0)
                 close(in);
-            continue;   /* not a regular file, or unreadable: matplotlib does without */
+            continue; /* not a regular file, or unreadable: matplotlib does without */
         }
-        int out = openat(dfd, de->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                         0600);
+        int out =
+            openat(dfd, de->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         char buf[16384];
         ssize_t n = out < 0 ? -1 : 0;
         while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
@@ -187,7 +188,7 @@ static int copy_dir_files(const char *src, const char *dst)
     }
     int e = errno;
     if (d)
-        closedir(d);   /* closes sfd */
+        closedir(d); /* closes sfd */
     else if (sfd >= 0)
         close(sfd);
     if (dfd >= 0)
@@ -222,8 +223,8 @@ static int private_mpl_dir(char *dir, size_t cap)
 static int set_environment(char *err, size_t errlen)
 {
     static const char *const threads[] = {
-        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-        "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",     "MKL_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",  "NUMEXPR_MAX_THREADS",
     };
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
         if (setenv(threads[i], "1", 1) < 0)
@@ -264,9 +265,9 @@ static int start_python(char *err, size_t errlen)
         return -EINVAL;
     }
     PyConfig c;
-    PyConfig_InitIsolatedConfig(&c);   /* no user site, no PYTHON* vars, no signal handlers */
-    c.site_import = 1;                 /* Debian's dist-packages and its .pth files */
-    c.write_bytecode = 0;              /* never write .pyc next to the runtimes */
+    PyConfig_InitIsolatedConfig(&c); /* no user site, no PYTHON* vars, no signal handlers */
+    c.site_import = 1;               /* Debian's dist-packages and its .pth files */
+    c.write_bytecode = 0;            /* never write .pyc next to the runtimes */
     c.parse_argv = 0;
     PyStatus st = PyConfig_SetBytesString(&c, &c.program_name, "/usr/bin/python3");
     if (!PyStatus_Exception(st))
@@ -275,12 +276,11 @@ static int start_python(char *err, size_t errlen)
         st = Py_InitializeFromConfig(&c);
     PyConfig_Clear(&c);
     if (PyStatus_Exception(st)) {
-        snprintf(err, errlen, "Python initialisation failed: %s",
-                 st.err_msg ? st.err_msg : "?");
+        snprintf(err, errlen, "Python initialisation failed: %s", st.err_msg ? st.err_msg : "?");
         return -EINVAL;
     }
     /* The runtimes dir first on sys.path. */
-    PyObject *path = PySys_GetObject("path");   /* borrowed */
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
     PyObject *dir = PyUnicode_DecodeFSDefault(host_python_dir);
     int rc = path && dir ? PyList_Insert(path, 0, dir) : -1;
     Py_XDECREF(dir);
@@ -336,7 +336,7 @@ int zyg_call_noargs(const char *module, const char *fn, char *err, size_t errlen
 
 #define DRAIN_MAX 8192
 static size_t drain_sizes[DRAIN_MAX];
-static void *volatile drain_sink;   /* keeps the compiler from dropping the malloc()s */
+static void *volatile drain_sink; /* keeps the compiler from dropping the malloc()s */
 
 /* Start of the [heap] mapping (glibc's main arena: its first chunk), or 0. */
 static uintptr_t heap_start(void)
@@ -389,7 +389,7 @@ static int free_chunks(uintptr_t start, uintptr_t *top)
 static void drain_heap(void)
 {
     if (SANITIZED)
-        return;   /* not glibc's allocator; and the kept chunks would be reported leaks */
+        return; /* not glibc's allocator; and the kept chunks would be reported leaks */
     uintptr_t start = heap_start(), top = 0;
     for (int round = 0; round < 8; round++) {
         int n = free_chunks(start, &top);
@@ -419,7 +419,7 @@ static void drain_heap(void)
  * (isolated configuration: PYTHONMALLOC is ignored), and fill_pools() checks the header
  * of its first block before trusting any. */
 #define PYM_POOL_SIZE (16 * 1024)
-#define PYM_CLASSES 32   /* 16, 32, ... 512 bytes */
+#define PYM_CLASSES 32 /* 16, 32, ... 512 bytes */
 static void *volatile pym_sink;
 
 static void fill_pools(void)
@@ -437,7 +437,7 @@ static void fill_pools(void)
                      maxnext = *(unsigned *)(pool + 44);
             if (szidx != idx || maxnext != PYM_POOL_SIZE - size) {
                 PyObject_Free(p);
-                return;   /* not the pool layout this code knows */
+                return; /* not the pool layout this code knows */
             }
             if (count == 1) {
                 PyObject_Free(p);
@@ -552,7 +552,7 @@ static int preload(char *err, size_t errlen)
     zyg_py.serve_fn = rt ? PyObject_GetAttrString(rt, "serve") : NULL;
     Py_XDECREF(rt);
     PyObject *globals = PyDict_New();
-    PyObject *builtins = PyEval_GetBuiltins();   /* borrowed */
+    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
     PyObject *res = NULL;
     if (globals && PyDict_SetItemString(globals, "__builtins__", builtins) == 0)
         res = PyRun_String(enter_src, Py_file_input, globals, globals);
@@ -623,8 +623,10 @@ int zyg_start_up(char *version, size_t vcap, char *err, size_t errlen)
     /* After preload: an import is what would have started a thread. */
     int nthreads = count_threads();
     if (nthreads != 1) {
-        snprintf(err, errlen, "the zygote has %d threads after preload (must be 1: fork "
-                 "would copy only one of them)", nthreads);
+        snprintf(err, errlen,
+                 "the zygote has %d threads after preload (must be 1: fork "
+                 "would copy only one of them)",
+                 nthreads);
         return nthreads < 0 ? nthreads : -EDEADLK;
     }
     /* Before the heap is drained: the seccomp filter is allocated once, here. */
