@@ -59,10 +59,15 @@ static int buf_reserve(buf *b, size_t n)
     if (a > b->cap + 1)
         a = b->cap + 1;
     if (b->bg && a - b->alloc > budget_room(b->bg)) {
-        /* doubling does not fit the budget: grow by an eighth (fewer copies), or to
-         * exactly what is needed when even that does not fit */
-        size_t step = b->alloc / 8 > need - b->alloc ? b->alloc / 8 : need - b->alloc;
-        a = step <= budget_room(b->bg) && b->alloc + step <= b->cap + 1 ? b->alloc + step : need;
+        /* Doubling does not fit the budget: grow by an eighth, or when even that does not
+         * fit by half of what is left (so that a buffer filled a few bytes at a time near
+         * the budget is copied a few dozen times, not once per append), and never by less
+         * than what is needed (then the charge below refuses it). */
+        size_t room = budget_room(b->bg), min_step = need - b->alloc;
+        size_t step = b->alloc / 8 <= room ? b->alloc / 8 : room / 2;
+        if (step < min_step)
+            step = min_step;
+        a = b->alloc + step <= b->cap + 1 ? b->alloc + step : b->cap + 1;
     }
     if (budget_charge(b->bg, a - b->alloc))
         return -ENOBUFS;

@@ -43,6 +43,23 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The helper's one message (READY with the mount's fd, or FAIL), waited for at start-up,
+ * before the daemon serves anyone: jp_recv's result, or -ETIMEDOUT / -errno. */
+static int wait_answer(int fd, struct jp_hdr *h, char *msg, size_t msglen, int *fds, int *nfds)
+{
+    int64_t deadline = now_ms() + MAKE_TIMEOUT_MS;
+    for (;;) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return -errno;
+        if (p.revents & (POLLIN | POLLHUP))
+            return jp_recv(fd, h, msg, msglen, fds, nfds);
+    }
+}
+
 int jail_runtimes_make(uv_loop_t *loop, const char *init_path, const char *runtimes_dir,
                        const char *mpl_dir, uint64_t max_bytes, char *err, size_t errlen)
 {
@@ -92,26 +109,10 @@ int jail_runtimes_make(uv_loop_t *loop, const char *init_path, const char *runti
         snprintf(err, errlen, "could not start %s: %s", init_path, uv_strerror(rc));
         return rc;
     }
-    int64_t deadline = now_ms() + MAKE_TIMEOUT_MS;
     struct jp_hdr h;
     char msg[512];
     int fds[JP_MAX_FDS], nfds = 0;
-    for (;;) {
-        struct pollfd p = { sv[0], POLLIN, 0 };
-        int64_t left = deadline - now_ms();
-        if (left <= 0) {
-            rc = -ETIMEDOUT;
-            break;
-        }
-        if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
-            rc = -errno;
-            break;
-        }
-        if (!(p.revents & (POLLIN | POLLHUP)))
-            continue;
-        rc = jp_recv(sv[0], &h, msg, sizeof msg - 1, fds, &nfds);
-        break;
-    }
+    rc = wait_answer(sv[0], &h, msg, sizeof msg - 1, fds, &nfds);
     close(sv[0]);
     if (rc == 1 && h.type == JP_READY && nfds == 1)
         return fds[0];
