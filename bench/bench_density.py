@@ -27,7 +27,8 @@ def run(opts):
     budget_s = 120 if opts.quick else 330
     sample_n = 50 if opts.quick else 150
     proc, port = daemon(opts.build, sec, "--max-sandboxes", "256", "--max-contexts", str(BATCH),
-                        "--memory-mb", "16384", "--pids", "4096", "--max-connections", "5000")
+                        "--memory-mb", "16384", "--max-memory-mb", "16384", "--pids", "4096",
+                        "--max-connections", "5000")
     h = Http(port)
     ctxs, points, stop_reason = [], [], None
     avail0 = mem_available_kib()
