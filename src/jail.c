@@ -429,24 +429,6 @@ int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, voi
     return rc;
 }
 
-/* The host pid a pidfd refers to ("Pid:" in its fdinfo), or -errno. */
-static pid_t pidfd_host_pid(int pidfd)
-{
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0)
-        return -EIO;
-    text[n] = '\0';
-    const char *at = strstr(text, "\nPid:");
-    long v = at ? strtol(at + 5, NULL, 10) : 0;
-    return v > 0 ? (pid_t)v : -ESRCH; /* -1: the process is gone (reaped) */
-}
-
 int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
 {
     int rc = 0;
@@ -458,7 +440,7 @@ int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
             if (!p->adopted)
                 continue;
             if (p->host_pid <= 0) {
-                pid_t hp = pidfd_host_pid(p->pidfd);
+                pid_t hp = jail_pidfd_pid(p->pidfd, "Pid:", false);
                 if (hp > 0)
                     p->host_pid = hp;
                 else if (hp != -ESRCH)

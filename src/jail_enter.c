@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -260,4 +261,36 @@ int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o)
         .seccomp = o->seccomp,
     };
     return jail_drop_privileges(&d);
+}
+
+pid_t jail_pidfd_pid(int pidfd, const char *field, bool innermost)
+{
+    char path[64], text[1024], key[32];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    snprintf(key, sizeof key, "\n%s", field);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    int e = errno;
+    close(fd);
+    if (n <= 0)
+        return n < 0 ? -e : -EIO;
+    text[n] = '\0';
+    char *l = strstr(text, key);
+    if (!l)
+        return -ENOSYS;
+    l += strlen(key);
+    long v = -1;
+    for (;;) {
+        char *end;
+        long x = strtol(l, &end, 10);
+        if (end == l)
+            break;
+        v = x;
+        l = end;
+        if (!innermost)
+            break;
+    }
+    return v > 0 ? (pid_t)v : -ESRCH;
 }

@@ -118,4 +118,10 @@ struct jail_enter_opts {
  * Returns 0 in the grandchild, -errno in whichever process failed (caller: _exit). */
 int jail_enter(const struct jail_entry *e, const struct jail_enter_opts *o);
 
+/* A pid from the pidfd's fdinfo line named field ("Pid:", "NSpid:"): its first value (as
+ * the caller's pid namespace sees it) or, with innermost, its last (the innermost pid
+ * namespace). > 0; -ESRCH when the process is gone (the kernel shows -1); -ENOSYS when the
+ * line is missing; or -errno. */
+pid_t jail_pidfd_pid(int pidfd, const char *field, bool innermost);
+
 #endif

@@ -141,31 +141,7 @@ static pid_t clone_into(int pidfd, int *child_pidfd)
  * daemon's child, and the daemon reaps only what it was told about). > 0 or -errno. */
 static pid_t inside_pid(int child_pidfd)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", child_pidfd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int e = errno;
-    close(fd);
-    if (n <= 0)
-        return n < 0 ? -e : -EIO;
-    buf[n] = '\0';
-    char *l = strstr(buf, "\nNSpid:");
-    if (!l)
-        return -ENOSYS;
-    l += strlen("\nNSpid:");
-    long last = -1;
-    for (;;) {
-        char *end;
-        long v = strtol(l, &end, 10);
-        if (end == l)
-            break;
-        last = v;
-        l = end;
-    }
-    return last > 0 ? (pid_t)last : -ESRCH;
+    return jail_pidfd_pid(child_pidfd, "NSpid:", true);
 }
 
 /* The direct way: clone the context into the sandbox's pid namespace and reply at once
