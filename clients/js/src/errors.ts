@@ -38,6 +38,12 @@ export class PayloadTooLargeError extends SandboxdError {}
 export class LimitReachedError extends SandboxdError {}
 export class LanguageUnavailableError extends SandboxdError {}
 export class InternalError extends SandboxdError {}
+/** 507: the sandbox itself ran out of room for what was asked. */
+export class InsufficientStorageError extends SandboxdError {}
+/** 507 DISK_FULL: the workspace (diskMb) is full; nothing was written. */
+export class DiskFullError extends InsufficientStorageError {}
+/** 507 MEMORY_LIMIT: the sandbox's memory (memoryMb) could not take the request. */
+export class MemoryLimitError extends InsufficientStorageError {}
 /** The daemon could not be reached, or the connection broke mid-answer. */
 export class NetworkError extends SandboxdError {}
 
@@ -57,6 +63,8 @@ const BY_CODE: Record<string, typeof SandboxdError> = {
   LIMIT_REACHED: LimitReachedError,
   INTERNAL_ERROR: InternalError,
   LANGUAGE_UNAVAILABLE: LanguageUnavailableError,
+  DISK_FULL: DiskFullError,
+  MEMORY_LIMIT: MemoryLimitError,
 };
 
 /**

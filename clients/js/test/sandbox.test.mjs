@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import {
   getSandbox, parseSSEStream, errorFromResponse, SandboxdError, SandboxNotFoundError, ContextNotFoundError,
   ValidationError, UnauthorizedError, LimitReachedError, LanguageUnavailableError, FileNotFoundError,
-  ProcessNotFoundError, ConflictError, PayloadTooLargeError, InternalError, NetworkError, NotFoundError,
+  ProcessNotFoundError, ConflictError, PayloadTooLargeError, DiskFullError, MemoryLimitError, InternalError, NetworkError, NotFoundError,
 } from "../dist/index.js";
 import { startDaemon } from "./support/daemon.mjs";
 
@@ -101,6 +101,7 @@ describe("errors", () => {
       ["CONFLICT", 409, ConflictError], ["PAYLOAD_TOO_LARGE", 413, PayloadTooLargeError],
       ["LIMIT_REACHED", 429, LimitReachedError], ["INTERNAL_ERROR", 500, InternalError],
       ["LANGUAGE_UNAVAILABLE", 501, LanguageUnavailableError], ["SOMETHING_NEW", 418, SandboxdError],
+      ["DISK_FULL", 507, DiskFullError], ["MEMORY_LIMIT", 507, MemoryLimitError],
     ];
     for (const [code, status, Cls] of rows) {
       const e = errorFromResponse(status, JSON.stringify({ code, message: `m ${code}` }));

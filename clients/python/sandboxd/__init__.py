@@ -8,7 +8,8 @@
 See README.md for the whole surface; `sandboxd.errors` for the exceptions.
 """
 from .errors import (AuthenticationError, ConflictError, ConnectionFailedError,
-                     ContextNotFoundError, InternalError, InvalidJSONError,
+                     ContextNotFoundError, DiskFullError, InsufficientStorageError,
+                     InternalError, InvalidJSONError, MemoryLimitError,
                      LanguageUnavailableError, LimitReachedError, MethodNotAllowedError,
                      NotFoundError, PayloadTooLargeError, ProcessNotFoundError, ProtocolError,
                      SandboxdError, SandboxFileNotFoundError, SandboxNotFoundError,
@@ -26,4 +27,5 @@ __all__ = [
     "SandboxNotFoundError", "ContextNotFoundError", "SandboxFileNotFoundError",
     "ProcessNotFoundError", "MethodNotAllowedError", "ConflictError", "PayloadTooLargeError",
     "LimitReachedError", "InternalError", "LanguageUnavailableError",
+    "InsufficientStorageError", "DiskFullError", "MemoryLimitError",
 ]

@@ -92,6 +92,21 @@ class LimitReachedError(SandboxdError):
     code = "LIMIT_REACHED"
 
 
+class InsufficientStorageError(SandboxdError):
+    """507: the sandbox itself ran out of room for what was asked; base of the two below."""
+    code = "INSUFFICIENT_STORAGE"
+
+
+class DiskFullError(InsufficientStorageError):
+    """507 DISK_FULL: the sandbox's workspace (diskMb) is full; nothing was written."""
+    code = "DISK_FULL"
+
+
+class MemoryLimitError(InsufficientStorageError):
+    """507 MEMORY_LIMIT: the sandbox's memory (memoryMb) could not take the request."""
+    code = "MEMORY_LIMIT"
+
+
 class InternalError(SandboxdError):
     code = "INTERNAL_ERROR"
 
@@ -104,7 +119,8 @@ _BY_CODE = {cls.code: cls for cls in (
     ValidationError, InvalidJSONError, AuthenticationError, NotFoundError,
     SandboxNotFoundError, ContextNotFoundError, SandboxFileNotFoundError,
     ProcessNotFoundError, MethodNotAllowedError, ConflictError, PayloadTooLargeError,
-    LimitReachedError, InternalError, LanguageUnavailableError)}
+    LimitReachedError, InternalError, LanguageUnavailableError, DiskFullError,
+    MemoryLimitError)}
 
 
 def error_from_response(status, body):

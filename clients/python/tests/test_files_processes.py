@@ -69,3 +69,17 @@ def test_background_process(sandbox):
     assert q.id not in [p.id for p in sandbox.list_processes() if p.status == "running"]
     with pytest.raises(ProcessNotFoundError):
         sandbox.get_process_logs("proc-nope")
+
+
+def test_full_workspace_is_disk_full_error(daemon):
+    from sandboxd import DiskFullError, InsufficientStorageError, Sandbox
+    sbx = Sandbox(daemon.url, "t-disk-full", limits={"diskMb": 1})
+    try:
+        with pytest.raises(DiskFullError) as e:
+            sbx.write_file("/workspace/big.bin", b"x" * (3 << 20))
+        assert isinstance(e.value, InsufficientStorageError) and e.value.status == 507
+        assert "diskMb" in e.value.message
+        with pytest.raises(SandboxFileNotFoundError):
+            sbx.read_file("/workspace/big.bin")  # nothing was put in place
+    finally:
+        sbx.destroy()

@@ -2,7 +2,8 @@
 import io
 
 from sandboxd._http import parse_sse
-from sandboxd.errors import (ContextNotFoundError, SandboxdError, ValidationError,
+from sandboxd.errors import (ContextNotFoundError, DiskFullError, InsufficientStorageError,
+                             MemoryLimitError, SandboxdError, ValidationError,
                              error_from_response)
 from sandboxd.models import Execution, Record
 
@@ -21,6 +22,10 @@ def test_error_mapping():
     assert isinstance(e, ValidationError)
     e = error_from_response(418, b'{"code":"SOMETHING_NEW","message":"m"}')
     assert type(e) is SandboxdError and e.code == "SOMETHING_NEW"
+    e = error_from_response(507, b'{"code":"DISK_FULL","message":"full"}')
+    assert isinstance(e, DiskFullError) and isinstance(e, InsufficientStorageError)
+    e = error_from_response(507, b'{"code":"MEMORY_LIMIT","message":"oom"}')
+    assert isinstance(e, MemoryLimitError) and e.status == 507
     e = error_from_response(502, b"<html>gateway</html>")
     assert e.code == "INTERNAL_ERROR" and "gateway" in e.message
 
