@@ -360,6 +360,10 @@ static void start_failed(struct exec_run *r, int rc, const char *msg)
 {
     r->sink->ops->failed(r->sink, rc, r->cwd, msg ? msg : strerror(-rc));
     r->sink = NULL;
+    free(r->stdin_data); /* never written: given back now */
+    r->stdin_data = NULL;
+    budget_release(r->bg, r->stdin_held);
+    r->stdin_held = 0;
     r->finished = true;
     child_release(r->ch);
 }
