@@ -214,9 +214,12 @@ void child_reading(child *ch, bool on)
         struct child_pipe_h *pp = &ch->p[i];
         if (i == CHILD_IN || !pp->open)
             continue;
-        if (!on)
+        if (!on) {
             uv_read_stop((uv_stream_t *)&pp->h);
-        else if (uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb))
+            continue;
+        }
+        int rc = uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb);
+        if (rc && rc != UV_EALREADY) /* already reading is fine */
             child_close(ch, i);
     }
 }

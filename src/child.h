@@ -92,8 +92,8 @@ int child_adopt(child *ch, jail *j, pid_t host_pid, pid_t ns_pid);
 void child_hold(child *ch);
 void child_unhold(child *ch);
 
-/* Start or stop reading every open read pipe (out, err, chan). A pipe libuv refuses to
- * read is closed. */
+/* Start or stop reading every open read pipe (out, err, chan); either may be repeated.
+ * A pipe libuv refuses to read is closed (no output from it; no read call says so). */
 void child_reading(child *ch, bool on);
 bool child_is_open(const child *ch, int i);
 /* The daemon's end of pipe i while it is open, else -1 (to read it without waiting). */

@@ -154,6 +154,8 @@ static void output_then_exit(void **state)
     (void)state;
     struct owner o = { 0 };
     spawn_and_start(&o, OUT_ERR);
+    child_reading(o.ch, true); /* again: already reading, nothing changes */
+    assert_true(child_is_open(o.ch, CHILD_OUT) && child_is_open(o.ch, CHILD_ERR));
     child_writes(1, "hello ");
     child_writes(2, "world");
     spin();
