@@ -172,6 +172,17 @@ bool child_is_open(const child *ch, int i)
     return ch->p[i].open;
 }
 
+bool child_output_open(const child *ch)
+{
+    return ch->p[CHILD_OUT].open || ch->p[CHILD_ERR].open;
+}
+
+void child_close_output(child *ch)
+{
+    child_close(ch, CHILD_OUT);
+    child_close(ch, CHILD_ERR);
+}
+
 int child_fd(const child *ch, int i)
 {
     uv_os_fd_t fd;

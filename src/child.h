@@ -101,6 +101,9 @@ int child_fd(const child *ch, int i);
 /* Pipe i as a stream to write on while it is open, else NULL. */
 uv_stream_t *child_stream(child *ch, int i);
 void child_close(child *ch, int i);
+/* stdout or stderr is still open (an orphan may hold it after the exit); close both. */
+bool child_output_open(const child *ch);
+void child_close_output(child *ch);
 
 /* The timer: ops->timer after ms. Stopped by child_timer_stop and child_release. */
 void child_timer_start(child *ch, uint64_t ms);

@@ -112,7 +112,8 @@ void ctx_proc_kill(struct ctx_proc *p);
 /* Let go of an incarnation: it is killed and its child released; the proc frees itself
  * once reaped and closed (never inside this call). */
 void ctx_proc_detach(struct ctx_proc *p);
-/* Nothing to do once detached (kept for the callers' order: detach, then maybe_free). */
+/* After detach: its child let go of (again; idempotent), so the proc frees itself when
+ * quiet. Kept so that callers read as before: detach, then maybe_free. */
 void ctx_proc_maybe_free(struct ctx_proc *p);
 
 /* context_channel.c */

@@ -102,8 +102,7 @@ static struct exec_pipe *pipe_of(struct exec_run *r, int i)
 /* Everything is in: send the response (or end the stream). */
 static void run_finish(struct exec_run *r)
 {
-    if (r->finished || !r->exited || child_is_open(r->ch, CHILD_OUT) ||
-        child_is_open(r->ch, CHILD_ERR))
+    if (r->finished || !r->exited || child_output_open(r->ch))
         return;
     r->finished = true;
     child_timer_stop(r->ch);
@@ -314,8 +313,7 @@ static void run_timer(void *owner)
         child_timer_start(r->ch, r->cfg->drain_grace_ms);
         return;
     }
-    child_close(r->ch, CHILD_OUT);
-    child_close(r->ch, CHILD_ERR);
+    child_close_output(r->ch);
     run_finish(r);
 }
 
@@ -329,7 +327,7 @@ static void run_exited(void *owner, int status)
         r->sb->nexec--;
         r->sb = NULL;
     }
-    if (child_is_open(r->ch, CHILD_OUT) || child_is_open(r->ch, CHILD_ERR))
+    if (child_output_open(r->ch))
         child_timer_start(r->ch, r->cfg->drain_grace_ms);
     run_finish(r);
 }

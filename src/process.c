@@ -3,23 +3,23 @@
  * policy).
  *
  * Data structures: each sandbox's sb->processes is a struct proc_set, a list of struct
- * proc in start order. A proc owns a child (child.h: two pipes, stdout and stderr, read
- * into two rings, and a timer for the drain grace after exit), the list of its followers (each with its cmd_sink,
- * command.h) and the deletions waiting for it to end. A ring keeps absolute byte
- * offsets: [start, end) is what it holds, start is also the count of bytes it dropped;
- * followers keep their own offset per stream. A ring's memory grows with what is
- * written, up to its cap. No HTTP here: api_process.c reads the requests, answers them
- * and implements the sinks.
+ * proc in start order. A proc owns a child (child.h: the stdout and stderr pipes, read
+ * into two rings, and a timer for the drain grace after exit), the list of its followers
+ * (each with its cmd_sink, command.h) and the deletions waiting for it to end. A ring
+ * keeps absolute byte offsets: [start, end) is what it holds, start is also the count of
+ * bytes it dropped; followers keep their own offset per stream. A ring's memory grows
+ * with what is written, up to its cap. No HTTP here: api_process.c reads the requests,
+ * answers them and implements the sinks.
  *
  * Life: starting (the start waits for the sandbox's init to start it: not listed yet, but
  * counted against --max-processes) → running → exited (exit callback) → finished (both
  * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
- * `exit`, deletion waiters their callback. A proc is freed when it is finished, removed
- * from its sandbox (proc_delete, eviction past --max-processes, or the sandbox's
- * destruction) and has no follower left: then it lets go of its child, which frees it
- * once all its handles are closed (freed). The sandbox-destroy
- * hook (registered by proc_init) only detaches the procs: the jail kills every process
- * and reports each exit before the sandbox is gone.
+ * `exit`, deletion waiters their callback. Once it is finished, removed from its sandbox
+ * (proc_delete, eviction past --max-processes, or the sandbox's destruction) and has no
+ * follower left, it lets go of its child, which frees it when all its handles are
+ * closed (proc_freed). The sandbox-destroy hook (registered by proc_init) only detaches
+ * the procs: the jail kills every process and reports each exit before the sandbox is
+ * gone.
  *
  * Memory: a ring's allocation is charged to the sandbox's budget (budget.h) before it
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
@@ -352,8 +352,7 @@ void proc_follower_abort(proc_follower *f)
 
 static void proc_finish(struct proc *p)
 {
-    if (p->finished || !p->exited || child_is_open(p->ch, CHILD_OUT) ||
-        child_is_open(p->ch, CHILD_ERR))
+    if (p->finished || !p->exited || child_output_open(p->ch))
         return;
     p->finished = true;
     child_timer_stop(p->ch);
@@ -384,8 +383,7 @@ static void proc_timer(void *owner)
 {
     struct proc *p = owner;
     /* the drain grace is over: orphans still hold the pipes */
-    child_close(p->ch, CHILD_OUT);
-    child_close(p->ch, CHILD_ERR);
+    child_close_output(p->ch);
     proc_finish(p);
 }
 
@@ -395,7 +393,7 @@ static void proc_exited(void *owner, int status)
     p->exited = true;
     p->status = status;
     p->ended_ms = stamp_now_ms();
-    if (child_is_open(p->ch, CHILD_OUT) || child_is_open(p->ch, CHILD_ERR))
+    if (child_output_open(p->ch))
         child_timer_start(p->ch, drain_grace_ms);
     proc_finish(p);
 }
