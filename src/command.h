@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "child.h"
 #include "escape.h"
 #include "jail.h"
 #include "sandbox.h"
@@ -27,15 +28,13 @@ struct cmd_request {
     char cwd[1100];      /* resolved against /workspace */
 };
 
-/* Spawn the command in sb: stdin is stdin_fd (-1: /dev/null), stdout/stderr are new pipes
- * whose read ends (O_CLOEXEC) are returned in out_fds at once. The start itself is
- * asynchronous (jail_spawn): 0 means on_started comes later with the process or an
- * error (then the caller closes out_fds), unless the caller gives up with
- * jail_cancel(*req). -errno with err set means it was refused at once, nothing left
- * open and on_started never called. */
-int cmd_spawn(sandbox *sb, const struct cmd_request *c, int stdin_fd, jail_started_cb on_started,
-              jail_exit_cb on_exit, void *arg, jail_req **req, int out_fds[2], char *err,
-              size_t errlen);
+/* Spawn the command in sb as a new child (child.h) of owner: stdout and stderr on new
+ * pipes, stdin on one more when with_stdin (else /dev/null). The start itself is
+ * asynchronous (child_spawn): 0 means *out is live and ops->started comes later with
+ * the outcome, unless the owner gives up first (child_release). -errno with err set
+ * means it was refused at once: nothing is left and no ops are called. */
+int cmd_spawn(sandbox *sb, const struct cmd_request *c, bool with_stdin,
+              const struct child_ops *ops, void *owner, child **out, char *err, size_t errlen);
 
 /* Where a command's (or a process's) output goes. The engine calls the operations; the
  * one who made the sink (the API layer) implements them. Writes answer as SSE does: 0 go

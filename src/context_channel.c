@@ -24,9 +24,6 @@
 #include "log.h"
 #include "stamp.h"
 
-static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
-static void out_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
-
 /* ---- reading the pipes ---- */
 
 /* Stop reading until the sink has room (libuv said UV_ENOBUFS: alloc_cb gave nothing). */
@@ -41,13 +38,13 @@ static void wait_for_room(struct ctx_proc *p)
         r->sink->wait_room(r->arg);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+void ctx_chan_alloc(void *owner, int i, uv_buf_t *b)
 {
     static char chunk[65536];
-    struct ctx_proc *p = h->data;
+    struct ctx_proc *p = owner;
     const struct ctx_run *r = p->ctx ? p->ctx->cur : NULL;
     size_t n = sizeof chunk;
-    (void)hint;
+    (void)i;
     if (r && r->sink->allowance)
         n = r->sink->allowance(r->arg, n);
     *b = uv_buf_init(chunk, (unsigned)n);
@@ -57,11 +54,9 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 static void drain_output(struct ctx_proc *p)
 {
     static char chunk[65536];
-    uv_pipe_t *pipes[2] = { &p->out, &p->err };
-    bool open[2] = { p->out_open, p->err_open };
     for (int i = 0; i < 2; i++) {
-        uv_os_fd_t fd;
-        if (!open[i] || uv_fileno((uv_handle_t *)pipes[i], &fd))
+        int fd = child_fd(p->ch, i == 0 ? CHILD_OUT : CHILD_ERR);
+        if (fd < 0)
             continue;
         for (int rounds = 0; rounds < 64; rounds++) {
             ssize_t n = read(fd, chunk, sizeof chunk);
@@ -73,24 +68,15 @@ static void drain_output(struct ctx_proc *p)
     }
 }
 
-static void out_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+/* stdout or stderr (at EOF the child has closed the pipe already) */
+static void out_read(struct ctx_proc *p, bool is_err, ssize_t n, const char *data)
 {
-    struct ctx_proc *p = s->data;
-    bool is_err = s == (uv_stream_t *)&p->err;
     if (n == UV_ENOBUFS) {
         wait_for_room(p);
         return;
     }
-    if (n < 0) {
-        bool *open = is_err ? &p->err_open : &p->out_open;
-        if (*open) {
-            *open = false;
-            uv_close((uv_handle_t *)s, ctx_proc_handle_closed);
-        }
-        return;
-    }
     if (n > 0 && p->ctx)
-        ctx_run_output(p->ctx, is_err, b->base, (size_t)n);
+        ctx_run_output(p->ctx, is_err, data, (size_t)n);
 }
 
 void ctx_set_paused(struct context *c, bool paused)
@@ -98,23 +84,8 @@ void ctx_set_paused(struct context *c, bool paused)
     struct ctx_proc *p = c->proc;
     if (c->cur)
         c->cur->paused = paused;
-    if (!p)
-        return;
-    if (paused) {
-        if (p->chan_open)
-            uv_read_stop((uv_stream_t *)&p->chan);
-        if (p->out_open)
-            uv_read_stop((uv_stream_t *)&p->out);
-        if (p->err_open)
-            uv_read_stop((uv_stream_t *)&p->err);
-    } else {
-        if (p->chan_open)
-            uv_read_start((uv_stream_t *)&p->chan, alloc_cb, chan_read);
-        if (p->out_open)
-            uv_read_start((uv_stream_t *)&p->out, alloc_cb, out_read);
-        if (p->err_open)
-            uv_read_start((uv_stream_t *)&p->err, alloc_cb, out_read);
-    }
+    if (p)
+        child_reading(p->ch, !paused);
 }
 
 /* ---- messages ---- */
@@ -223,14 +194,10 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
 static void chan_eof(struct ctx_proc *p)
 {
     struct context *c = p->ctx;
-    if (p->chan_open) {
-        p->chan_open = false;
-        uv_close((uv_handle_t *)&p->chan, ctx_proc_handle_closed);
-    }
-    drain_output(p);
-    if (p->zyg_pending || p->spawn_req)
+    drain_output(p); /* the child has closed the channel already */
+    if (p->zyg_pending || child_starting(p->ch))
         return; /* the zygote's or init's answer will say what happened */
-    if (!p->jp && c && !p->exited)
+    if (!child_watched(p->ch) && c && !p->exited)
         ctx_proc_died(c, p); /* nothing watches its exit: treat EOF as the end */
     else
         ctx_proc_kill(p);
@@ -259,9 +226,8 @@ static void line_refused(struct ctx_proc *p, int rc, size_t len)
     ctx_proc_kill(p);
 }
 
-static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+static void chan_read(struct ctx_proc *p, ssize_t n, const char *data)
 {
-    struct ctx_proc *p = s->data;
     if (n == UV_ENOBUFS) {
         wait_for_room(p);
         return;
@@ -274,7 +240,7 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
      * pipes now: forward it first (the ordering rule). Once per read, not per message:
      * output that arrives while the batch is handled was written after all of it. */
     drain_output(p);
-    const char *d = b->base;
+    const char *d = data;
     size_t len = (size_t)n;
     while (len && p->ctx && !p->dying) {
         const char *nl = memchr(d, '\n', len);
@@ -298,6 +264,14 @@ static void chan_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     }
 }
 
+void ctx_chan_read(void *owner, int i, ssize_t n, const char *data)
+{
+    if (i == CHILD_CHAN)
+        chan_read(owner, n, data);
+    else
+        out_read(owner, i == CHILD_ERR, n, data);
+}
+
 /* ---- writing ---- */
 
 static void chan_written(uv_write_t *w, int status)
@@ -309,13 +283,14 @@ static void chan_written(uv_write_t *w, int status)
 /* Queue one line on the channel (copied); a broken channel shows up as EOF on reading. */
 static void chan_write(struct ctx_proc *p, const char *data, size_t n)
 {
-    uv_write_t *w = malloc(sizeof *w + n);
+    uv_stream_t *chan = child_stream(p->ch, CHILD_CHAN);
+    uv_write_t *w = chan ? malloc(sizeof *w + n) : NULL;
     if (!w)
         return;
     char *copy = (char *)(w + 1);
     memcpy(copy, data, n);
     uv_buf_t ub = uv_buf_init(copy, (unsigned)n);
-    if (uv_write(w, (uv_stream_t *)&p->chan, &ub, 1, chan_written))
+    if (uv_write(w, chan, &ub, 1, chan_written))
         free(w);
 }
 

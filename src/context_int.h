@@ -5,9 +5,10 @@
  * Objects and who frees them:
  *   struct context   — in its sandbox's list; freed after its timer handle closes, once it
  *                      is deleted (ctx_delete, or sandbox destroy).
- *   struct ctx_proc  — one incarnation: three pipes (channel, stdout, stderr) and the
- *                      process. Detached from its context when it dies or is replaced;
- *                      freed when its handles are closed and the process is reaped.
+ *   struct ctx_proc  — one incarnation: a child (child.h) with three pipes (channel,
+ *                      stdout, stderr). Detached from its context when it dies or is
+ *                      replaced (the child released); freed by the child's freed, once
+ *                      its handles are closed and the process is reaped.
  *   struct ctx_run   — one run, queued on a context; freed once its sink's end returned.
  *   struct ctx_waiter — a caller waiting for a context to be ready or a run to end; freed
  *                      when told.
@@ -31,6 +32,7 @@
 
 #include "budget.h"
 #include "buf.h"
+#include "child.h"
 #include "config.h"
 #include "context.h"
 #include "jail.h"
@@ -38,22 +40,15 @@
 
 struct ctx_proc {
     struct context *ctx; /* NULL once detached */
-    jail_proc *jp;       /* watches the exit; NULL once reaped */
-    uv_pipe_t chan, out, err;
-    bool chan_open, out_open, err_open;
-    int handles;
+    child *ch;           /* the process and its pipes (channel, stdout, stderr); child.h */
     bool exited, ready, dying;
-    uint64_t oom_base;   /* the sandbox's OOM-kill count when this incarnation began */
-    bool zyg_pending;    /* the zygote has not answered the fork yet */
-    jail_req *spawn_req; /* Node: the sandbox's init has not started it yet */
-    char why[160];       /* the zygote's reason when the fork failed */
-    pid_t host_pid;      /* from the zygote, until the process is adopted */
+    uint64_t oom_base; /* the sandbox's OOM-kill count when this incarnation began */
+    bool zyg_pending;  /* the zygote has not answered the fork yet (a hold on ch) */
+    char why[160];     /* the zygote's reason when the fork failed */
     int status;
     buf line;            /* channel bytes up to the next newline, charged to bg */
     budget *bg;          /* the sandbox's budget; one reference */
     char limit_why[256]; /* why a channel message was refused (OutputLimitError) */
-    int nspid;
-    uint64_t started_ns;
 };
 
 struct ctx_run {
@@ -114,17 +109,21 @@ void ctx_answer_waiters(struct context *c, enum ctx_wait_kind kind, bool ok, con
  * 0, or -errno with err set. */
 int ctx_proc_start(struct context *c, char *err, size_t errlen);
 void ctx_proc_kill(struct ctx_proc *p);
-/* Let go of an incarnation: it is killed and its pipes closed. The caller then calls
- * ctx_proc_maybe_free(), and the proc frees itself once reaped and closed. */
+/* Let go of an incarnation: it is killed and its child released; the proc frees itself
+ * once reaped and closed (never inside this call). */
 void ctx_proc_detach(struct ctx_proc *p);
+/* After detach: its child let go of (again; idempotent), so the proc frees itself when
+ * quiet. Kept so that callers read as before: detach, then maybe_free. */
 void ctx_proc_maybe_free(struct ctx_proc *p);
-void ctx_proc_handle_closed(uv_handle_t *h);
 
 /* context_channel.c */
 /* Stop or resume reading the context's channel and pipes (back-pressure). */
 void ctx_set_paused(struct context *c, bool paused);
 /* Send the execute message of r on the context's channel. */
 void ctx_send_execute(struct context *c, const struct ctx_run *r);
+/* The child's reads (child_ops alloc and read) of an incarnation's pipes. */
+void ctx_chan_alloc(void *owner, int i, uv_buf_t *b);
+void ctx_chan_read(void *owner, int i, ssize_t n, const char *data);
 
 /* context_run.c */
 /* Start the next queued run if the context is idle. */

@@ -130,8 +130,7 @@ void ctx_interrupt_run(struct context *c)
     if (!r || !c->proc)
         return;
     r->interrupted = true;
-    if (c->proc->jp)
-        jail_proc_kill(c->proc->jp, SIGINT);
+    child_signal(c->proc->ch, SIGINT);
     uv_timer_start(&c->timer, ctx_timer_cb, ctx_cfg->kill_grace_ms, 0);
 }
 

@@ -1,12 +1,13 @@
 /*
- * exec.c — running one command (see exec.h). An exec_run owns three libuv handles (the
- * stdout and stderr pipes and a timer) plus, when stdin is given, a pipe to write it; it
- * is freed when every handle is closed, the process has been reaped, and its sink (the
- * receiver of the output, command.h) has had its final call — whichever comes last. Until
- * the sandbox's init has started the command (exec_started) it holds only the raw fds; a
- * start that fails, or that the receiver gives up on (exec_abort), goes to the sink's
- * failed and is freed at once (the jail ends a late process). No HTTP here: the API layer
- * (api_exec.c) reads the request and implements the sink.
+ * exec.c — running one command (see exec.h). An exec_run owns a child (child.h: the
+ * stdout and stderr pipes, when stdin is given a pipe to write it, a timer for the
+ * timeout and the drain grace); it lets go of the child once its sink (the receiver of
+ * the output, command.h) has had its final call, and the child frees the run (freed)
+ * once every handle is closed and the process has been reaped. Nothing is read until
+ * the sandbox's init has started the command (exec_started); a start that fails, or that
+ * the receiver gives up on (exec_abort), goes to the sink's failed (the jail ends a late
+ * process). No HTTP here: the API layer (api_exec.c) reads the request and implements
+ * the sink.
  *
  * Memory: everything a command makes the daemon hold is charged to its sandbox's budget
  * (budget.h), which the run keeps a reference to (the sandbox may go first):
@@ -23,13 +24,9 @@
 #include "exec.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "budget.h"
 #include "command.h"
@@ -51,14 +48,11 @@
 static const char RESP_HEAD[] = "{\"stdout\":\"";
 
 struct exec_pipe {
-    uv_pipe_t h;
-    bool open;
     bool cut;   /* plain: nothing more is kept (a cap was reached) */
     size_t raw; /* plain: bytes of output kept, before escaping */
     esc_carry carry;
     buf kept;         /* plain: the output so far, JSON-escaped */
     const char *name; /* "stdout" / "stderr" */
-    struct exec_run *run;
 };
 
 struct exec_run {
@@ -66,7 +60,7 @@ struct exec_run {
     sandbox *sb;    /* NULL once the process exited (the sandbox may go away) */
     const struct config *cfg;
     bool streaming;
-    jail_proc *proc;
+    child *ch; /* the process, its pipes and the timer */
     bool exited, paused, timed_out, truncated, oom, finished;
     bool starved;             /* SSE: waiting for room in the budget (bw) or an empty queue */
     const char *truncated_by; /* the setting that cut the output */
@@ -74,80 +68,45 @@ struct exec_run {
     budget_waiter bw;         /* SSE: queued while reading waits for room in bg */
     int status;
     struct exec_pipe out, err;
-    uv_pipe_t in;
-    bool in_open;
     uv_write_t inw;
     char *stdin_data;
     size_t stdin_held; /* the copy of stdin, charged to bg until written */
-    uv_timer_t timer;
-    int handles; /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
-    /* until the sandbox's init has started the command (exec_started) */
-    jail_req *start;
-    int out_fd[2], in_fd;
     uint64_t timeout;
     char cwd[sizeof((struct cmd_request *)0)->cwd];
 };
 
 int exec_exit_code(int status, const char **signame)
 {
-    *signame = NULL;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
-        *signame = sigabbrev_np(WTERMSIG(status));
-        return 128 + WTERMSIG(status);
-    }
-    return -1;
+    return child_exit_code(status, signame);
 }
 
-static void run_maybe_free(struct exec_run *r)
+/* The child is gone: so is the run. */
+static void run_freed(void *owner)
 {
-    if (r->handles == 0 && r->exited && r->finished) {
-        buf_free(&r->out.kept);
-        buf_free(&r->err.kept);
-        budget_cancel(r->bg, &r->bw);
-        budget_release(r->bg, r->stdin_held);
-        budget_unref(r->bg);
-        free(r->stdin_data);
-        free(r);
-    }
+    struct exec_run *r = owner;
+    buf_free(&r->out.kept);
+    buf_free(&r->err.kept);
+    budget_cancel(r->bg, &r->bw);
+    budget_release(r->bg, r->stdin_held);
+    budget_unref(r->bg);
+    free(r->stdin_data);
+    free(r);
 }
 
-static void handle_closed(uv_handle_t *h)
+static struct exec_pipe *pipe_of(struct exec_run *r, int i)
 {
-    struct exec_run *r = h->data;
-    r->handles--;
-    run_maybe_free(r);
-}
-
-static void pipe_closed(uv_handle_t *h)
-{
-    struct exec_pipe *p = h->data;
-    p->run->handles--;
-    run_maybe_free(p->run);
-}
-
-static void close_pipe(struct exec_pipe *p)
-{
-    if (!p->open)
-        return;
-    p->open = false;
-    uv_close((uv_handle_t *)&p->h, pipe_closed);
+    return i == CHILD_ERR ? &r->err : &r->out;
 }
 
 /* Everything is in: send the response (or end the stream). */
 static void run_finish(struct exec_run *r)
 {
-    if (r->finished || !r->exited || r->out.open || r->err.open)
+    if (r->finished || !r->exited || child_output_open(r->ch))
         return;
     r->finished = true;
-    uv_timer_stop(&r->timer);
-    uv_close((uv_handle_t *)&r->timer, handle_closed);
-    if (r->in_open) {
-        r->in_open = false;
-        uv_close((uv_handle_t *)&r->in, handle_closed);
-    }
+    child_timer_stop(r->ch);
+    child_close(r->ch, CHILD_IN);
     const char *sig;
     int code = exec_exit_code(r->status, &sig);
     double ms = (double)(uv_hrtime() - r->start_ns) / 1e6;
@@ -209,22 +168,22 @@ static void run_finish(struct exec_run *r)
         }
     }
     r->sink = NULL;
-    run_maybe_free(r);
+    child_release(r->ch); /* the run is freed once the child is quiet */
 }
 
 /* A streamed read is sized so that its escaped event fits in the budget; 0 bytes (libuv
  * then reports UV_ENOBUFS) when not even READ_MIN fits. */
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+static void run_alloc(void *owner, int i, uv_buf_t *b)
 {
     static char chunk[READ_MAX];
-    struct exec_pipe *p = h->data;
+    struct exec_run *r = owner;
     size_t n = sizeof chunk;
-    (void)hint;
-    if (p->run->streaming) {
-        uint64_t room = budget_room(p->run->bg);
+    (void)i;
+    if (r->streaming) {
+        uint64_t room = budget_room(r->bg);
         uint64_t fit = room > EVENT_SLACK ? (room - EVENT_SLACK) / 6 : 0;
         n = fit < READ_MIN ? 0 : fit < n ? (size_t)fit : n;
-        const cmd_sink *s = p->run->sink;
+        const cmd_sink *s = r->sink;
         if (s && s->ops->gone(s))
             n = sizeof chunk; /* nothing is kept for a client that is gone */
         else if (n == 0 && s && s->ops->queued(s) == 0)
@@ -233,19 +192,9 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
     *b = uv_buf_init(chunk, (unsigned)n);
 }
 
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
-
 static void set_reading(struct exec_run *r, bool on)
 {
-    struct exec_pipe *ps[2] = { &r->out, &r->err };
-    for (int i = 0; i < 2; i++) {
-        if (!ps[i]->open)
-            continue;
-        if (on)
-            uv_read_start((uv_stream_t *)&ps[i]->h, alloc_cb, read_cb);
-        else
-            uv_read_stop((uv_stream_t *)&ps[i]->h);
-    }
+    child_reading(r->ch, on);
 }
 
 /* Room again in the budget: read on, unless the client asked to pause. */
@@ -288,10 +237,10 @@ static void keep_output(struct exec_run *r, struct exec_pipe *p, const char *d, 
     }
 }
 
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+static void run_read(void *owner, int i, ssize_t n, const char *data)
 {
-    struct exec_pipe *p = s->data;
-    struct exec_run *r = p->run;
+    struct exec_run *r = owner;
+    struct exec_pipe *p = pipe_of(r, i);
     if (n == UV_ENOBUFS) {
         /* the budget has no room for another event: wait (the command blocks meanwhile)
          * for room, or for this client to take what is queued (on_drain then) */
@@ -306,21 +255,18 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     if (n < 0) {
-        close_pipe(p);
-        run_finish(r);
+        run_finish(r); /* EOF: the child has closed the pipe */
         return;
     }
-    if (n == 0)
-        return;
     if (r->streaming) {
-        int rc = r->sink->ops->text(r->sink, p->name, &p->carry, b->base, (size_t)n, false);
+        int rc = r->sink->ops->text(r->sink, p->name, &p->carry, data, (size_t)n, false);
         if (rc == 1) {
             r->paused = true;
             set_reading(r, false);
         }
         return;
     }
-    keep_output(r, p, b->base, (size_t)n);
+    keep_output(r, p, data, (size_t)n);
 }
 
 void exec_resume(exec_run *r)
@@ -332,18 +278,17 @@ void exec_resume(exec_run *r)
 
 static void kill_group(struct exec_run *r)
 {
-    if (r->proc && !r->exited)
-        jail_proc_kill(r->proc, SIGKILL);
+    if (!r->exited)
+        child_kill(r->ch);
 }
 
 static void start_failed(struct exec_run *r, int rc, const char *msg);
 
 void exec_abort(exec_run *r)
 {
-    if (r->start) {
+    if (child_starting(r->ch)) {
         /* not started yet: the jail ends the process if init starts it anyway */
-        jail_cancel(r->start);
-        r->start = NULL;
+        child_release(r->ch);
         start_failed(r, -ECONNABORTED, "the client went away before it started");
         return;
     }
@@ -355,9 +300,9 @@ void exec_abort(exec_run *r)
     }
 }
 
-static void timer_cb(uv_timer_t *t)
+static void run_timer(void *owner)
 {
-    struct exec_run *r = t->data;
+    struct exec_run *r = owner;
     if (!r->exited) {
         r->timed_out = true;
         kill_group(r);
@@ -365,28 +310,25 @@ static void timer_cb(uv_timer_t *t)
     }
     /* drain grace over: orphans still hold the pipes (a paused stream is owed its output) */
     if (r->paused || r->starved) {
-        uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
+        child_timer_start(r->ch, r->cfg->drain_grace_ms);
         return;
     }
-    close_pipe(&r->out);
-    close_pipe(&r->err);
+    child_close_output(r->ch);
     run_finish(r);
 }
 
-static void exit_cb(jail_proc *p, int status, void *arg)
+static void run_exited(void *owner, int status)
 {
-    struct exec_run *r = arg;
-    (void)p;
+    struct exec_run *r = owner;
     r->exited = true;
     r->status = status;
-    r->proc = NULL;
     if (r->sb) {
         r->oom = jail_oom_kills(r->sb->jail) > r->oom_before;
         r->sb->nexec--;
         r->sb = NULL;
     }
-    if (r->out.open || r->err.open)
-        uv_timer_start(&r->timer, timer_cb, r->cfg->drain_grace_ms, 0);
+    if (child_output_open(r->ch))
+        child_timer_start(r->ch, r->cfg->drain_grace_ms);
     run_finish(r);
 }
 
@@ -398,75 +340,65 @@ static void stdin_written(uv_write_t *w, int status)
     r->stdin_data = NULL;
     budget_release(r->bg, r->stdin_held);
     r->stdin_held = 0;
-    if (r->in_open) {
-        r->in_open = false;
-        uv_close((uv_handle_t *)&r->in, handle_closed); /* EOF for the command */
-    }
+    child_close(r->ch, CHILD_IN); /* EOF for the command */
 }
 
-static int open_pipe(struct exec_run *r, struct exec_pipe *p, int fd, const char *name)
+static void init_pipe(struct exec_run *r, struct exec_pipe *p, const char *name)
 {
-    p->run = r;
     p->name = name;
     /* escaped: 6 bytes per byte at worst; stdout's buffer becomes the whole response */
     size_t esc = (size_t)r->cfg->max_output_bytes * 6;
     buf_init(&p->kept, p == &r->out ? 2 * esc + 4096 : esc);
     buf_set_budget(&p->kept, r->bg);
-    uv_pipe_init(uv_default_loop(), &p->h, 0);
-    p->h.data = p;
-    r->handles++;
-    p->open = true;
-    return uv_pipe_open(&p->h, fd);
 }
 
-/* The command could not start (or nobody waits for it any more): answer, free. */
+/* The command could not start (or nobody waits for it any more): answer; the run is
+ * freed once the child is quiet. */
 static void start_failed(struct exec_run *r, int rc, const char *msg)
 {
-    for (int i = 0; i < 2; i++)
-        if (r->out_fd[i] >= 0)
-            close(r->out_fd[i]);
-    if (r->in_fd >= 0)
-        close(r->in_fd);
     r->sink->ops->failed(r->sink, rc, r->cwd, msg ? msg : strerror(-rc));
-    free(r->stdin_data);
+    r->sink = NULL;
+    free(r->stdin_data); /* never written: given back now */
+    r->stdin_data = NULL;
     budget_release(r->bg, r->stdin_held);
-    budget_unref(r->bg);
-    free(r);
+    r->stdin_held = 0;
+    r->finished = true;
+    child_release(r->ch);
 }
 
-/* The sandbox's init started the command (or could not): from here on the run owns its
- * pipes, its timer and the sink. */
-static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
+/* The sandbox's init started the command (or could not): from here on the run reads
+ * its pipes, runs its timer and feeds the sink. */
+static void exec_started(void *owner, int rc, const char *msg)
 {
-    struct exec_run *r = arg;
-    r->start = NULL;
+    struct exec_run *r = owner;
     if (rc) {
         start_failed(r, rc, msg);
         return;
     }
-    r->proc = jp;
     r->sb->nexec++;
-    uv_timer_init(uv_default_loop(), &r->timer);
-    r->timer.data = r;
-    r->handles++;
-    open_pipe(r, &r->out, r->out_fd[0], "stdout");
-    open_pipe(r, &r->err, r->out_fd[1], "stderr");
-    if (r->stdin_data) {
-        uv_pipe_init(uv_default_loop(), &r->in, 0);
-        r->in.data = r;
-        r->handles++;
-        r->in_open = true;
-        uv_pipe_open(&r->in, r->in_fd);
+    init_pipe(r, &r->out, "stdout");
+    init_pipe(r, &r->err, "stderr");
+    uv_stream_t *in = child_stream(r->ch, CHILD_IN);
+    if (r->stdin_data && in) {
         uv_buf_t ub = uv_buf_init(r->stdin_data, (unsigned)r->stdin_held);
         r->inw.data = r;
-        if (uv_write(&r->inw, (uv_stream_t *)&r->in, &ub, 1, stdin_written))
+        if (uv_write(&r->inw, in, &ub, 1, stdin_written))
             stdin_written(&r->inw, -1);
     }
     r->sink->ops->begin(r->sink, r->bg);
     if (r->timeout)
-        uv_timer_start(&r->timer, timer_cb, r->timeout, 0);
+        child_timer_start(r->ch, r->timeout);
     set_reading(r, true);
 }
+
+static const struct child_ops RUN_OPS = {
+    .alloc = run_alloc,
+    .read = run_read,
+    .started = exec_started,
+    .exited = run_exited,
+    .timer = run_timer,
+    .freed = run_freed,
+};
 
 int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o, cmd_sink *sink,
                exec_run **out, char *err, size_t errlen)
@@ -475,14 +407,8 @@ int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
     if (budget_charge(sb->budget, stdin_len))
         return EXEC_NO_ROOM;
     struct exec_run *r = calloc(1, sizeof *r);
-    int pi[2] = { -1, -1 }, fds[2];
-    if (!r ||
-        (o->stdin_data && (pipe2(pi, O_CLOEXEC) || !(r->stdin_data = strdup(o->stdin_data))))) {
+    if (!r || (o->stdin_data && !(r->stdin_data = strdup(o->stdin_data)))) {
         int e = errno;
-        if (pi[0] >= 0) {
-            close(pi[0]);
-            close(pi[1]);
-        }
         budget_release(sb->budget, stdin_len);
         free(r);
         snprintf(err, errlen, "%s", strerror(e));
@@ -497,22 +423,15 @@ int exec_start(sandbox *sb, const struct config *cfg, const struct exec_opts *o,
     r->start_ns = uv_hrtime();
     r->oom_before = jail_oom_kills(sb->jail);
     r->timeout = o->timeout_ms;
-    r->in_fd = pi[1];
     snprintf(r->cwd, sizeof r->cwd, "%s", o->cmd->cwd);
-    int rc = cmd_spawn(sb, o->cmd, pi[0], exec_started, exit_cb, r, &r->start, fds, err, errlen);
-    if (pi[0] >= 0)
-        close(pi[0]);
+    int rc = cmd_spawn(sb, o->cmd, o->stdin_data != NULL, &RUN_OPS, r, &r->ch, err, errlen);
     if (rc) {
-        if (pi[1] >= 0)
-            close(pi[1]);
         free(r->stdin_data);
         budget_release(r->bg, r->stdin_held);
         budget_unref(r->bg);
         free(r);
         return rc;
     }
-    r->out_fd[0] = fds[0];
-    r->out_fd[1] = fds[1];
     *out = r;
     return 0;
 }

@@ -55,8 +55,8 @@ void exec_resume(exec_run *r);
  * -ECONNABORTED), a running command is killed and its output read and discarded. */
 void exec_abort(exec_run *r);
 
-/* Shared by exec, processes and contexts: "exitCode" for a wait status (128+signal when
- * killed, as shells report it) and the signal's name, or NULL. */
+/* child_exit_code (child.h), under the name contexts use: "exitCode" for a wait status
+ * (128+signal when killed, as shells report it) and the signal's name, or NULL. */
 int exec_exit_code(int status, const char **signame);
 
 #endif

@@ -3,22 +3,23 @@
  * policy).
  *
  * Data structures: each sandbox's sb->processes is a struct proc_set, a list of struct
- * proc in start order. A proc owns two pipes (stdout, stderr) read into two rings, a
- * timer (the drain grace after exit), the list of its followers (each with its cmd_sink,
- * command.h) and the deletions waiting for it to end. A ring keeps absolute byte
- * offsets: [start, end) is what it holds, start is also the count of bytes it dropped;
- * followers keep their own offset per stream. A ring's memory grows with what is
- * written, up to its cap. No HTTP here: api_process.c reads the requests, answers them
- * and implements the sinks.
+ * proc in start order. A proc owns a child (child.h: the stdout and stderr pipes, read
+ * into two rings, and a timer for the drain grace after exit), the list of its followers
+ * (each with its cmd_sink, command.h) and the deletions waiting for it to end. A ring
+ * keeps absolute byte offsets: [start, end) is what it holds, start is also the count of
+ * bytes it dropped; followers keep their own offset per stream. A ring's memory grows
+ * with what is written, up to its cap. No HTTP here: api_process.c reads the requests,
+ * answers them and implements the sinks.
  *
  * Life: starting (the start waits for the sandbox's init to start it: not listed yet, but
  * counted against --max-processes) → running → exited (exit callback) → finished (both
  * pipes at EOF, or closed after DRAIN_GRACE_MS when orphans hold them): followers get
- * `exit`, deletion waiters their callback. A proc is freed when it is finished, removed
- * from its sandbox (proc_delete, eviction past --max-processes, or the sandbox's
- * destruction), has no follower left and all its handles are closed. The sandbox-destroy
- * hook (registered by proc_init) only detaches the procs: the jail kills every process
- * and reports each exit before the sandbox is gone.
+ * `exit`, deletion waiters their callback. Once it is finished, removed from its sandbox
+ * (proc_delete, eviction past --max-processes, or the sandbox's destruction) and has no
+ * follower left, it lets go of its child, which frees it when all its handles are
+ * closed (proc_freed). The sandbox-destroy hook (registered by proc_init) only detaches
+ * the procs: the jail kills every process and reports each exit before the sandbox is
+ * gone.
  *
  * Memory: a ring's allocation is charged to the sandbox's budget (budget.h) before it
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
@@ -30,15 +31,12 @@
 #include "process.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "exec.h"
 #include "budget.h"
+#include "child.h"
 #include "command.h"
 #include "log.h"
 #include "sandbox.h"
@@ -73,35 +71,24 @@ struct waiter {
     struct waiter *next;
 };
 
-struct ppipe {
-    uv_pipe_t h;
-    bool open;
-    struct ring ring;
-    struct proc *p;
-};
-
 struct proc {
     char id[32];
     pid_t pid;
     char *command;
     char cwd[1100];
     uint64_t started_ms, ended_ms;
-    jail_proc *jp; /* NULL once exited */
+    child *ch; /* the process, its pipes, the drain timer */
     bool exited, finished, removed;
     int status;
-    budget *bg; /* the sandbox's budget; one reference */
-    struct ppipe io[2];
-    uv_timer_t timer;
-    int handles;
+    budget *bg;          /* the sandbox's budget; one reference */
+    struct ring ring[2]; /* stdout, stderr */
     struct proc_follower *followers;
     struct waiter *waiters;
     struct proc *next; /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
-    jail_req *start;
     proc_started_cb start_cb;
     void *start_arg;
     sandbox *sb;
-    int out_fd[2];
 };
 
 struct proc_set {
@@ -185,7 +172,7 @@ json_t *proc_json(const struct proc *p)
                           p->exited ? "exited" : "running", "startedAt", started);
     if (j && p->exited) {
         const char *sig;
-        int code = exec_exit_code(p->status, &sig);
+        int code = child_exit_code(p->status, &sig);
         stamp_iso8601(p->ended_ms, ended, sizeof ended);
         json_object_set_new(j, "exitCode", json_integer(code));
         json_object_set_new(j, "endedAt", json_string(ended));
@@ -197,38 +184,32 @@ json_t *proc_json(const struct proc *p)
     }
     if (j)
         json_object_set_new(j, "outputDropped",
-                            json_pack("{s:I, s:I}", "stdout", (json_int_t)p->io[0].ring.start,
-                                      "stderr", (json_int_t)p->io[1].ring.start));
+                            json_pack("{s:I, s:I}", "stdout", (json_int_t)p->ring[0].start,
+                                      "stderr", (json_int_t)p->ring[1].start));
     return j;
 }
 
 /* ---- lifetime ---- */
 
-static void proc_maybe_free(struct proc *p)
+/* The child is gone: so is the proc. */
+static void proc_freed(void *owner)
 {
-    if (!p->removed || !p->finished || p->followers || p->waiters || p->handles)
-        return;
+    struct proc *p = owner;
     for (int i = 0; i < 2; i++) {
-        budget_release(p->bg, p->io[i].ring.alloc);
-        free(p->io[i].ring.data);
+        budget_release(p->bg, p->ring[i].alloc);
+        free(p->ring[i].data);
     }
     budget_unref(p->bg);
     free(p->command);
     free(p);
 }
 
-static void handle_closed(uv_handle_t *h)
+/* Nothing refers to p any more: let go of its child, which frees p once quiet (never
+ * inside this call, so p stays usable by the caller). */
+static void proc_maybe_free(struct proc *p)
 {
-    struct proc *p = h->data;
-    p->handles--;
-    proc_maybe_free(p);
-}
-
-static void pipe_closed(uv_handle_t *h)
-{
-    struct ppipe *pp = h->data;
-    pp->p->handles--;
-    proc_maybe_free(pp->p);
+    if (p->removed && p->finished && !p->followers && !p->waiters)
+        child_release(p->ch);
 }
 
 /* Take p out of its sandbox's list (it stays alive while anything refers to it). */
@@ -283,13 +264,23 @@ static bool follower_starved(struct proc_follower *f)
     return true;
 }
 
+/* A write's answer: 0 go on; 1 the follower pauses; negative, it is detached (freed). */
+static int follower_took(struct proc_follower *f, int rc)
+{
+    if (rc < 0)
+        follower_detach(f);
+    else if (rc == 1)
+        f->paused = true;
+    return rc;
+}
+
 static bool follower_pump(struct proc_follower *f)
 {
     struct proc *p = f->p;
     if (f->paused)
         return true;
     for (int i = 0; i < 2; i++) {
-        const struct ring *r = &p->io[i].ring;
+        const struct ring *r = &p->ring[i];
         if (f->pos[i] < r->start) {
             uint64_t gap = r->start - f->pos[i];
             f->dropped[i] += gap;
@@ -298,15 +289,9 @@ static bool follower_pump(struct proc_follower *f)
             char ev[96];
             int n = snprintf(ev, sizeof ev, "{\"stream\":\"%s\",\"bytes\":%llu}", STREAM[i],
                              (unsigned long long)gap);
-            int rc = f->sink->ops->event(f->sink, "dropped", ev, (size_t)n);
-            if (rc < 0) {
-                follower_detach(f);
-                return false;
-            }
-            if (rc == 1) {
-                f->paused = true;
-                return true;
-            }
+            int rc = follower_took(f, f->sink->ops->event(f->sink, "dropped", ev, (size_t)n));
+            if (rc)
+                return rc > 0;
         }
         while (f->pos[i] < r->end) {
             if (follower_starved(f))
@@ -314,15 +299,10 @@ static bool follower_pump(struct proc_follower *f)
             const char *d = "";
             size_t n = ring_span(r, f->pos[i], EVENT_MAX, &d);
             f->pos[i] += n;
-            int rc = f->sink->ops->text(f->sink, STREAM[i], &f->carry[i], d, n, false);
-            if (rc < 0) {
-                follower_detach(f);
-                return false;
-            }
-            if (rc == 1) {
-                f->paused = true;
-                return true;
-            }
+            int rc =
+                follower_took(f, f->sink->ops->text(f->sink, STREAM[i], &f->carry[i], d, n, false));
+            if (rc)
+                return rc > 0;
         }
     }
     if (!p->finished)
@@ -330,7 +310,7 @@ static bool follower_pump(struct proc_follower *f)
     for (int i = 0; i < 2; i++)
         f->sink->ops->text(f->sink, STREAM[i], &f->carry[i], "", 0, true);
     const char *sig;
-    int code = exec_exit_code(p->status, &sig);
+    int code = child_exit_code(p->status, &sig);
     char ev[256];
     int n = snprintf(ev, sizeof ev,
                      "{\"exitCode\":%d%s%s%s,\"dropped\":{\"stdout\":%llu,"
@@ -372,12 +352,12 @@ void proc_follower_abort(proc_follower *f)
 
 static void proc_finish(struct proc *p)
 {
-    if (p->finished || !p->exited || p->io[0].open || p->io[1].open)
+    if (p->finished || !p->exited || child_output_open(p->ch))
         return;
     p->finished = true;
-    uv_timer_stop(&p->timer);
-    uv_close((uv_handle_t *)&p->timer, handle_closed);
-    p->handles++; /* held across the calls below, which may free followers */
+    child_timer_stop(p->ch);
+    /* p outlives the calls below (which may free followers): it is freed only by its
+     * child, once released and quiet */
     while (p->waiters) {
         struct waiter *w = p->waiters;
         p->waiters = w->next;
@@ -385,60 +365,36 @@ static void proc_finish(struct proc *p)
         free(w);
     }
     pump_all(p);
-    p->handles--;
     proc_maybe_free(p);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+static void proc_read(void *owner, int i, ssize_t n, const char *data)
 {
-    static char chunk[65536];
-    (void)h;
-    (void)hint;
-    *b = uv_buf_init(chunk, sizeof chunk);
-}
-
-static void close_pipe(struct ppipe *pp)
-{
-    if (!pp->open)
-        return;
-    pp->open = false;
-    uv_close((uv_handle_t *)&pp->h, pipe_closed);
-}
-
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-    struct ppipe *pp = s->data;
-    struct proc *p = pp->p;
+    struct proc *p = owner;
     if (n < 0) {
-        close_pipe(pp);
-        proc_finish(p);
+        proc_finish(p); /* EOF: the child has closed the pipe */
         return;
     }
-    if (n == 0)
-        return;
-    ring_append(&pp->ring, b->base, (size_t)n);
+    ring_append(&p->ring[i == CHILD_ERR], data, (size_t)n);
     pump_all(p);
 }
 
-static void timer_cb(uv_timer_t *t)
+static void proc_timer(void *owner)
 {
-    struct proc *p = t->data;
+    struct proc *p = owner;
     /* the drain grace is over: orphans still hold the pipes */
-    close_pipe(&p->io[0]);
-    close_pipe(&p->io[1]);
+    child_close_output(p->ch);
     proc_finish(p);
 }
 
-static void exit_cb(jail_proc *jp, int status, void *arg)
+static void proc_exited(void *owner, int status)
 {
-    struct proc *p = arg;
-    (void)jp;
+    struct proc *p = owner;
     p->exited = true;
     p->status = status;
-    p->jp = NULL;
     p->ended_ms = stamp_now_ms();
-    if (p->io[0].open || p->io[1].open)
-        uv_timer_start(&p->timer, timer_cb, drain_grace_ms, 0);
+    if (child_output_open(p->ch))
+        child_timer_start(p->ch, drain_grace_ms);
     proc_finish(p);
 }
 
@@ -451,8 +407,7 @@ static void on_sandbox_destroy(sandbox *sb)
         return;
     while (set->head) {
         struct proc *p = set->head;
-        if (p->jp)
-            jail_proc_kill(p->jp, SIGKILL);
+        child_kill(p->ch);
         proc_remove(set, p);
         proc_maybe_free(p);
     }
@@ -504,56 +459,30 @@ budget *proc_budget(const proc *p)
 
 /* ---- starting ---- */
 
-/* The start failed or nobody waits for it: tell the starter and forget the process. */
+/* The start failed or nobody waits for it: tell the starter and forget the process
+ * (freed once its child is quiet). */
 static void start_failed(struct proc *p, int rc, const char *msg)
 {
     struct proc_set *set = p->sb->processes; /* NULL once the sandbox let go */
     if (set && set->starting)
         set->starting--;
-    for (int i = 0; i < 2; i++)
-        close(p->out_fd[i]);
     p->start_cb(p->start_arg, NULL, rc, p->cwd, msg ? msg : strerror(-rc));
-    free(p->command);
-    free(p);
+    child_release(p->ch);
 }
 
 void proc_start_cancel(proc *p)
 {
     /* the jail ends the process if the sandbox's init starts it anyway */
-    jail_cancel(p->start);
-    p->start = NULL;
+    child_release(p->ch);
     start_failed(p, -ECONNABORTED, "the client went away before it started");
-}
-
-/* Both pipes read into the rings from now on. */
-static void open_pipes(struct proc *p)
-{
-    uv_timer_init(uv_default_loop(), &p->timer);
-    p->timer.data = p;
-    p->handles++;
-    for (int i = 0; i < 2; i++) {
-        struct ppipe *pp = &p->io[i];
-        pp->p = p;
-        pp->ring.cap = (size_t)log_cap;
-        pp->ring.bg = p->bg;
-        uv_pipe_init(uv_default_loop(), &pp->h, 0);
-        pp->h.data = pp;
-        p->handles++;
-        pp->open = true;
-        if (uv_pipe_open(&pp->h, p->out_fd[i]) ||
-            uv_read_start((uv_stream_t *)&pp->h, alloc_cb, read_cb)) {
-            close_pipe(pp); /* no output from this stream; the process still runs */
-        }
-    }
 }
 
 /* The sandbox's init started the process (or could not): it joins the sandbox's list
  * and the starter is told. */
-static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
+static void proc_started(void *owner, int rc, const char *msg)
 {
-    struct proc *p = arg;
+    struct proc *p = owner;
     sandbox *sb = p->sb;
-    p->start = NULL;
     if (rc) {
         start_failed(p, rc, msg);
         return;
@@ -561,14 +490,17 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
     struct proc_set *set = proc_set_of(sb);
     if (set && set->starting)
         set->starting--;
-    p->jp = jp;
-    p->pid = jail_proc_pid(p->jp);
+    p->pid = child_pid(p->ch);
     p->bg = budget_ref(sb->budget);
     p->started_ms = stamp_now_ms();
-    open_pipes(p);
+    for (int i = 0; i < 2; i++) {
+        p->ring[i].cap = (size_t)log_cap;
+        p->ring[i].bg = p->bg;
+    }
+    child_reading(p->ch, true); /* both pipes into the rings from now on */
     if (!set) {
         /* out of memory for the list: the process cannot be managed, so it ends */
-        jail_proc_kill(p->jp, SIGKILL);
+        child_kill(p->ch);
         p->removed = true;
         p->start_cb(p->start_arg, NULL, PROC_NO_MEMORY, p->cwd, "out of memory");
         return;
@@ -582,6 +514,14 @@ static void proc_started(jail_proc *jp, int rc, const char *msg, void *arg)
     log_info("sandbox %s: process %s started (pid %d)", sb->id, p->id, (int)p->pid);
     p->start_cb(p->start_arg, p, 0, p->cwd, NULL);
 }
+
+static const struct child_ops PROC_OPS = {
+    .read = proc_read,
+    .started = proc_started,
+    .exited = proc_exited,
+    .timer = proc_timer,
+    .freed = proc_freed,
+};
 
 json_t *proc_brief_json(const proc *p)
 {
@@ -612,18 +552,15 @@ int proc_start(sandbox *sb, const struct config *cfg, const struct cmd_request *
         return PROC_NO_MEMORY;
     }
     snprintf(p->cwd, sizeof p->cwd, "%s", cmd->cwd);
-    int fds[2];
-    int rc = cmd_spawn(sb, cmd, -1, proc_started, exit_cb, p, &p->start, fds, err, errlen);
+    p->sb = sb;
+    int rc = cmd_spawn(sb, cmd, false, &PROC_OPS, p, &p->ch, err, errlen);
     if (rc) {
         free(p->command);
         free(p);
         return rc;
     }
-    p->sb = sb;
     p->start_cb = cb;
     p->start_arg = arg;
-    p->out_fd[0] = fds[0];
-    p->out_fd[1] = fds[1];
     set->starting++;
     *out = p;
     return 0;
@@ -646,8 +583,7 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
     w->arg = arg;
     w->next = p->waiters;
     p->waiters = w;
-    if (p->jp)
-        jail_proc_kill(p->jp, SIGKILL); /* the whole process group, SIGCONT first */
+    child_kill(p->ch); /* the whole process group, SIGCONT first */
     log_info("sandbox %s: process %s killed", sb->id, p->id);
     return 0;
 }
@@ -658,11 +594,11 @@ int proc_logs_json(const proc *p, buf *b)
 {
     size_t cap = 256;
     for (int i = 0; i < 2; i++)
-        cap += (size_t)(p->io[i].ring.end - p->io[i].ring.start) * 6 + 64;
+        cap += (size_t)(p->ring[i].end - p->ring[i].start) * 6 + 64;
     buf_init(b, cap);
     int rc = buf_puts(b, "{");
     for (int i = 0; i < 2 && !rc; i++) {
-        const struct ring *r = &p->io[i].ring;
+        const struct ring *r = &p->ring[i];
         esc_carry carry;
         memset(&carry, 0, sizeof carry);
         rc = buf_printf(b, "%s\"%s\":\"", i ? "," : "", STREAM[i]);
@@ -680,9 +616,8 @@ int proc_logs_json(const proc *p, buf *b)
         rc = buf_printf(b,
                         ",\"dropped\":{\"stdout\":%llu,\"stderr\":%llu},\"truncated\":%s,"
                         "\"status\":\"%s\"}",
-                        (unsigned long long)p->io[0].ring.start,
-                        (unsigned long long)p->io[1].ring.start,
-                        p->io[0].ring.start || p->io[1].ring.start ? "true" : "false",
+                        (unsigned long long)p->ring[0].start, (unsigned long long)p->ring[1].start,
+                        p->ring[0].start || p->ring[1].start ? "true" : "false",
                         p->exited ? "exited" : "running");
     return rc;
 }
@@ -702,8 +637,8 @@ proc_follower *proc_follow(proc *p, cmd_sink *sink)
         return NULL;
     f->sink = sink;
     f->p = p;
-    f->pos[0] = p->io[0].ring.start; /* replay what the rings still hold */
-    f->pos[1] = p->io[1].ring.start;
+    f->pos[0] = p->ring[0].start; /* replay what the rings still hold */
+    f->pos[1] = p->ring[1].start;
     f->next = p->followers;
     p->followers = f;
     return f;

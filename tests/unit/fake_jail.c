@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct jail {
     int n;
@@ -30,10 +31,39 @@ static unsigned ncreates;
 static struct pending_destroy destroys[FAKE_JAIL_MAX];
 static unsigned ndestroys;
 
+/* jail_spawn and jail_adopt_child */
+struct jail_proc {
+    pid_t pid;
+    jail_exit_cb on_exit;
+    void *arg;
+};
+struct jail_req {
+    struct fake_spawn s;
+    jail_started_cb on_started;
+    jail_exit_cb on_exit;
+    void *arg;
+};
+static jail_req *spawns[FAKE_JAIL_MAX];
+static unsigned nspawns;
+static jail_proc *adopted;
+
+static void spawn_close(jail_req *r)
+{
+    for (int i = 0; i < 4; i++)
+        if (r->s.fds[i] >= 0)
+            close(r->s.fds[i]);
+}
+
 void fake_jail_reset(void)
 {
     memset(&fake_jail, 0, sizeof fake_jail);
     ncreates = ndestroys = 0;
+    for (unsigned i = 0; i < nspawns; i++) {
+        spawn_close(spawns[i]);
+        free(spawns[i]);
+    }
+    nspawns = 0;
+    adopted = NULL;
 }
 
 int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_ready, void *arg,
@@ -105,4 +135,139 @@ int jail_usage(const jail *j, struct jail_usage *u)
     u->memory_bytes = 0;
     u->processes = 0;
     return 0;
+}
+
+static int dup_or_none(int fd)
+{
+    if (fd < 0)
+        return -1;
+    int d = dup(fd);
+    if (d < 0)
+        abort();
+    return d;
+}
+
+int jail_spawn(jail *j, const struct jail_spawn_opts *o, jail_started_cb on_started,
+               jail_exit_cb on_exit, void *arg, jail_req **req, char *err, size_t errlen)
+{
+    (void)j;
+    if (fake_jail.spawn_rc) {
+        snprintf(err, errlen, "fake jail_spawn refusal");
+        return fake_jail.spawn_rc;
+    }
+    jail_req *r = calloc(1, sizeof *r);
+    if (!r || nspawns == FAKE_JAIL_MAX)
+        abort();
+    r->s.fds[0] = dup_or_none(o->stdin_fd);
+    r->s.fds[1] = dup_or_none(o->stdout_fd);
+    r->s.fds[2] = dup_or_none(o->stderr_fd);
+    r->s.fds[3] = dup_or_none(o->extra_fd);
+    r->on_started = on_started;
+    r->on_exit = on_exit;
+    r->arg = arg;
+    spawns[nspawns++] = r;
+    fake_jail.spawns++;
+    if (req)
+        *req = r;
+    return 0;
+}
+
+static void spawn_unlist(unsigned n)
+{
+    memmove(&spawns[n], &spawns[n + 1], (nspawns - n - 1) * sizeof spawns[0]);
+    nspawns--;
+}
+
+void jail_cancel(jail_req *r)
+{
+    for (unsigned i = 0; i < nspawns; i++)
+        if (spawns[i] == r) {
+            spawn_unlist(i);
+            spawn_close(r);
+            free(r);
+            fake_jail.cancels++;
+            return;
+        }
+    abort(); /* not a request under way */
+}
+
+unsigned fake_jail_pending_spawns(void)
+{
+    return nspawns;
+}
+
+struct fake_spawn *fake_jail_spawn(unsigned n)
+{
+    if (n >= nspawns)
+        abort();
+    return &spawns[n]->s;
+}
+
+jail_proc *fake_jail_started(unsigned n, int rc, const char *msg, pid_t pid)
+{
+    if (n >= nspawns)
+        abort();
+    jail_req *r = spawns[n];
+    spawn_unlist(n);
+    spawn_close(r);
+    jail_proc *p = NULL;
+    if (rc == 0) {
+        p = calloc(1, sizeof *p);
+        if (!p)
+            abort();
+        p->pid = pid;
+        p->on_exit = r->on_exit;
+        p->arg = r->arg;
+    }
+    jail_started_cb cb = r->on_started;
+    void *arg = r->arg;
+    free(r);
+    cb(p, rc, msg, arg);
+    return p;
+}
+
+void fake_jail_exit(jail_proc *p, int status)
+{
+    if (p == adopted)
+        adopted = NULL;
+    p->on_exit(p, status, p->arg);
+    free(p);
+}
+
+int jail_adopt_child(jail *j, pid_t host_pid, pid_t ns_pid, jail_exit_cb cb, void *arg,
+                     jail_proc **out)
+{
+    (void)j;
+    (void)host_pid;
+    *out = NULL;
+    fake_jail.adopts++;
+    if (fake_jail.adopt_rc)
+        return fake_jail.adopt_rc;
+    jail_proc *p = calloc(1, sizeof *p);
+    if (!p)
+        abort();
+    p->pid = ns_pid;
+    p->on_exit = cb;
+    p->arg = arg;
+    adopted = p;
+    *out = p;
+    return 0;
+}
+
+jail_proc *fake_jail_adopted(void)
+{
+    return adopted;
+}
+
+int jail_proc_kill(jail_proc *p, int sig)
+{
+    (void)p;
+    fake_jail.kills++;
+    fake_jail.last_signal = sig;
+    return 0;
+}
+
+pid_t jail_proc_pid(const jail_proc *p)
+{
+    return p->pid;
 }
