@@ -92,7 +92,8 @@ struct context {
     struct ctx_proc *proc;
     struct ctx_run *cur, *q_head, *q_tail;
     struct ctx_waiter *waiters;
-    uv_timer_t timer; /* start timeout, run timeout, kill grace */
+    uv_timer_t timer;     /* start timeout, run timeout, kill grace */
+    uint64_t frozen_mark; /* lifecycle.h: its timeouts count only unsuspended time */
     bool deleting;
     bool ever_ready;      /* an incarnation that never got ready is not retried */
     struct context *next; /* the sandbox's list */

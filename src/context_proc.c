@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "lifecycle.h"
 #include "zygote_client.h"
 
 void ctx_proc_maybe_free(struct ctx_proc *p)
@@ -183,7 +184,8 @@ static void open_pipes(struct context *c, struct ctx_proc *p, int chan, int out,
     c->proc = p;
     c->state = CTX_STARTING;
     ctx_set_paused(c, false);
-    uv_timer_start(&c->timer, ctx_timer_cb, ctx_cfg->context_start_timeout_ms, 0);
+    life_timer_start(c->sb, &c->frozen_mark, &c->timer, ctx_timer_cb,
+                     ctx_cfg->context_start_timeout_ms);
 }
 
 int ctx_proc_start(struct context *c, char *err, size_t errlen)

@@ -34,6 +34,7 @@
 #include "budget.h"
 #include "command.h"
 #include "log.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 
 /* An SSE read is at most READ_MAX bytes and at least READ_MIN: fewer left in the budget
@@ -80,7 +81,8 @@ struct exec_run {
     char *stdin_data;
     size_t stdin_held; /* the copy of stdin, charged to bg until written */
     uv_timer_t timer;
-    int handles; /* libuv handles not yet closed */
+    uint64_t frozen_mark; /* lifecycle.h: the timeout counts only unsuspended time */
+    int handles;          /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
     /* until the sandbox's init has started the command (exec_started) */
     jail_req *start;
@@ -358,6 +360,8 @@ void exec_abort(exec_run *r)
 static void timer_cb(uv_timer_t *t)
 {
     struct exec_run *r = t->data;
+    if (!r->exited && life_timer_defer(r->sb, &r->frozen_mark, t, timer_cb))
+        return; /* the sandbox was suspended: its time is not the command's */
     if (!r->exited) {
         r->timed_out = true;
         kill_group(r);
@@ -464,7 +468,7 @@ static void exec_started(jail_proc *jp, int rc, const char *msg, void *arg)
     }
     r->sink->ops->begin(r->sink, r->bg);
     if (r->timeout)
-        uv_timer_start(&r->timer, timer_cb, r->timeout, 0);
+        life_timer_start(r->sb, &r->frozen_mark, &r->timer, timer_cb, r->timeout);
     set_reading(r, true);
 }
 

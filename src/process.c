@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "lifecycle.h"
 #include "budget.h"
 #include "command.h"
 #include "log.h"
@@ -417,6 +418,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     if (n == 0)
         return;
     ring_append(&pp->ring, b->base, (size_t)n);
+    if (!p->removed)
+        life_touch(p->sb); /* output is activity (lifecycle.h) */
     pump_all(p);
 }
 
