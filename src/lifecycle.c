@@ -307,6 +307,9 @@ void life_attach(sandbox *s)
     uv_timer_init(loop, &l->timer);
     uv_timer_init(loop, &l->poll);
     l->timer.data = l->poll.data = l;
+    /* Deadlines never keep the daemon alive: at shutdown the loop ends without them. */
+    uv_unref((uv_handle_t *)&l->timer);
+    uv_unref((uv_handle_t *)&l->poll);
     l->handles = 2;
     s->life = l;
     touch(l);
