@@ -8,7 +8,8 @@
 #include "api_json.h"
 #include "jsonx.h"
 
-static json_t *parse(const char *body, const char *ctype, int *status, const char **code, char *err)
+static json_t *parse(const char *body, const char *ctype, int *status, const char **code,
+                     char *err)
 {
     http_req r;
     memset(&r, 0, sizeof r);
@@ -74,7 +75,7 @@ static void fields(void **state)
     assert_non_null(strstr(err, "'n' must be an integer from 6 to 10, got 5"));
     assert_int_equal(jx_uint(o, "neg", 0, 10, &present, &u, err, sizeof err), -1);
     assert_int_equal(jx_uint(o, "f", 0, 10, &present, &u, err, sizeof err), -1);
-    json_object_set_new(o, "huge", json_real(1e81)); /* found by fuzz_json: no UB */
+    json_object_set_new(o, "huge", json_real(1e81));   /* found by fuzz_json: no UB */
     assert_int_equal(jx_uint(o, "huge", 0, 10, &present, &u, err, sizeof err), -1);
     assert_int_equal(jx_uint(o, "absent", 0, 10, &present, &u, err, sizeof err), 0);
     assert_false(present);
