@@ -92,11 +92,11 @@ struct context {
     struct ctx_proc *proc;
     struct ctx_run *cur, *q_head, *q_tail;
     struct ctx_waiter *waiters;
-    uv_timer_t timer;     /* start timeout, run timeout, kill grace */
-    uint64_t frozen_mark; /* lifecycle.h: its timeouts count only unsuspended time */
+    uv_timer_t timer; /* start timeout, run timeout, kill grace */
     bool deleting;
     bool ever_ready;      /* an incarnation that never got ready is not retried */
     struct context *next; /* the sandbox's list */
+    uint64_t frozen_mark; /* lifecycle.h: its timeouts count only unsuspended time */
 };
 
 /* Set by ctx_init. */

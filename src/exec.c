@@ -81,9 +81,9 @@ struct exec_run {
     char *stdin_data;
     size_t stdin_held; /* the copy of stdin, charged to bg until written */
     uv_timer_t timer;
-    uint64_t frozen_mark; /* lifecycle.h: the timeout counts only unsuspended time */
-    int handles;          /* libuv handles not yet closed */
+    int handles; /* libuv handles not yet closed */
     uint64_t start_ns, oom_before;
+    uint64_t frozen_mark; /* lifecycle.h: the timeout counts only unsuspended time */
     /* until the sandbox's init has started the command (exec_started) */
     jail_req *start;
     int out_fd[2], in_fd;
