@@ -386,6 +386,11 @@ int jail_frozen(const jail *j)
     return j->has_cg ? cg_frozen(&j->cg) : -ENOTSUP;
 }
 
+unsigned jail_waiting(const jail *j)
+{
+    return j->nreqs;
+}
+
 int jail_entry_info(const jail *j, struct jail_entry *e)
 {
     memset(e, 0, sizeof *e);

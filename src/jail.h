@@ -143,6 +143,8 @@ int jail_memory_headroom(const jail *j, uint64_t *bytes);
 int jail_freeze(jail *j);
 int jail_thaw(jail *j);
 int jail_frozen(const jail *j);
+/* Requests someone waits for init to answer (spawns, adoptions): work under way. */
+unsigned jail_waiting(const jail *j);
 
 /* A process spawned in a sandbox. */
 typedef struct jail_proc jail_proc;

@@ -286,10 +286,12 @@ static int api_module_init(uv_loop_t *loop, char *err, size_t errlen)
     return 0;
 }
 
-/* For the idle timeout: a command, a run or a context start in s counts as activity. */
+/* For the idle timeout: a command, a run, a context start, or a process that init is
+ * asked to start (a command, a background process, an upload's writer) in s counts as
+ * activity. */
 static bool sandbox_busy(sandbox *s)
 {
-    if (s->nexec)
+    if (s->nexec || jail_waiting(s->jail))
         return true;
     for (struct context *c = ctx_first(s); c; c = ctx_next(c)) {
         struct ctx_info i;

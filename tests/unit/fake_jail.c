@@ -125,3 +125,9 @@ int jail_frozen(const jail *j)
     (void)j;
     return 1;
 }
+
+unsigned jail_waiting(const jail *j)
+{
+    (void)j;
+    return 0;
+}
