@@ -6,8 +6,9 @@
  * The idle timer sleeps until the earliest deadline. When it wakes and the sandbox is
  * busy (code, a command or a context start running), that is activity: it then looks
  * again every BUSY_POLL_MS while the work lasts, so the idle time is counted from about
- * when the work ended, not from when it was first seen. A freeze is polled from
- * FREEZE_POLL_MIN_MS, doubling to FREEZE_POLL_MAX_MS, within --sandbox-suspend-timeout-ms;
+ * when the work ended, not from when it was first seen. A freeze is polled every
+ * FREEZE_POLL_MIN_MS FREEZE_POLL_FAST times, then doubling to FREEZE_POLL_MAX_MS, within
+ * --sandbox-suspend-timeout-ms;
  * one that does not complete by then is undone (thawed) and reported.
  */
 #include "lifecycle.h"
@@ -22,6 +23,7 @@
 
 #define BUSY_POLL_MS 1000     /* while busy at its idle deadline: look again this often */
 #define FREEZE_POLL_MIN_MS 1  /* first poll of a freeze under way */
+#define FREEZE_POLL_FAST 20   /* polls at the first wait before they double */
 #define FREEZE_POLL_MAX_MS 50 /* polls double up to this */
 #define DEFER_MIN_MS 250      /* a deferred run timeout sleeps at least this while frozen */
 
@@ -45,6 +47,7 @@ struct life {
     uint64_t frozen_at;   /* uv_now() when the current suspension began */
     uint64_t frozen_ms;   /* ms of the suspensions that ended */
     uint64_t poll_ms;     /* the next poll's wait */
+    unsigned polls;       /* polls of the freeze under way */
     bool freezing;        /* suspended, not frozen yet */
     bool watching_busy;   /* its idle deadline found it busy: polled until it is not */
     struct waiter *waits; /* of the freeze under way */
@@ -171,7 +174,8 @@ static void on_poll(uv_timer_t *t)
     uint64_t waited = uv_now(loop) - l->frozen_at;
     if (rc == 0 && waited < cfg->sandbox_suspend_timeout_ms) {
         uv_timer_start(&l->poll, on_poll, l->poll_ms, 0);
-        l->poll_ms = l->poll_ms * 2 > FREEZE_POLL_MAX_MS ? FREEZE_POLL_MAX_MS : l->poll_ms * 2;
+        if (++l->polls > FREEZE_POLL_FAST) /* most freezes take a few ms: then back off */
+            l->poll_ms = l->poll_ms * 2 > FREEZE_POLL_MAX_MS ? FREEZE_POLL_MAX_MS : l->poll_ms * 2;
         return;
     }
     char msg[160];
@@ -213,6 +217,7 @@ int life_suspend(sandbox *s, life_suspended_cb cb, void *arg)
         l->watching_busy = false;
         l->frozen_at = uv_now(loop);
         l->poll_ms = FREEZE_POLL_MIN_MS;
+        l->polls = 0;
         uv_timer_start(&l->poll, on_poll, 0, 0);
         arm(l); /* only the maximum age counts while suspended */
     }
