@@ -146,11 +146,14 @@ static void answer(struct life *l, int rc, const char *msg)
     }
 }
 
-/* The end of a suspension: account its time, thaw. */
+/* The end of a suspension: thaw, account its time. A thaw that failed leaves it marked
+ * suspended (its processes may still be frozen). */
 static int thaw(struct life *l)
 {
     sandbox *s = l->s;
     int rc = jail_thaw(s->jail);
+    if (rc)
+        return rc;
     l->frozen_ms += uv_now(loop) - l->frozen_at;
     s->suspended = false;
     uv_timer_stop(&l->poll);
@@ -240,12 +243,12 @@ int life_resume(sandbox *s)
         return 0;
     }
     bool was_freezing = l->freezing;
-    l->freezing = false;
     int rc = thaw(l);
     if (rc) {
         log_error("sandbox %s: cannot resume it: %s", s->id, strerror(-rc));
         return rc;
     }
+    l->freezing = false;
     log_info("sandbox %s resumed", s->id);
     arm(l);
     if (was_freezing)
