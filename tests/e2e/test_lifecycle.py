@@ -171,7 +171,8 @@ def test_idle_timeout_deletes(daemon):
 
 
 def test_running_code_is_not_idle(daemon):
-    sb = Sandbox(daemon, "idle-busy", lifecycle={"idleTimeoutMs": 1000, "onIdle": "suspend"})
+    # idle 3 s (a margin for a loaded machine between the PUT and the exec), a 6 s command
+    sb = Sandbox(daemon, "idle-busy", lifecycle={"idleTimeoutMs": 3000, "onIdle": "suspend"})
     seen = []
     done = threading.Event()
 
@@ -183,7 +184,7 @@ def test_running_code_is_not_idle(daemon):
     w = threading.Thread(target=watch)
     w.start()
     try:
-        out = sb.exec("sleep 4; echo slept")
+        out = sb.exec("sleep 6; echo slept")
         assert out["stdout"] == "slept\n" and out["exitCode"] == 0
     finally:
         done.set()
