@@ -262,11 +262,6 @@ void life_touch(sandbox *s)
         touch(s->life);
 }
 
-const char *life_state(const sandbox *s)
-{
-    return s->suspended ? "suspended" : "running";
-}
-
 uint64_t life_frozen_ms(const sandbox *s)
 {
     const struct life *l = s ? s->life : NULL;

@@ -56,9 +56,6 @@ typedef void (*life_suspended_cb)(sandbox *s, int rc, const char *msg, void *arg
  * NULL (the idle timer's suspension). */
 int life_suspend(sandbox *s, life_suspended_cb cb, void *arg);
 
-/* "running" or "suspended". */
-const char *life_state(const sandbox *s);
-
 /* Milliseconds s has spent suspended so far (the current suspension included). */
 uint64_t life_frozen_ms(const sandbox *s);
 
