@@ -45,6 +45,9 @@ static const struct route ROUTES[] = {
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_get), 0 },
     { "DELETE", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_delete), 0 },
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}/logs", H(api_process_logs), 0 },
+    /* lifecycle: suspend and resume (lifecycle.h) */
+    { "POST", "/v1/sandboxes/{sid}/suspend", H(api_sandbox_suspend), 0 },
+    { "POST", "/v1/sandboxes/{sid}/resume", H(api_sandbox_resume), 0 },
 };
 /* clang-format on */
 

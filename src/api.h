@@ -36,7 +36,9 @@ struct app {
 
 struct sandbox;
 /* The sandbox named by the route's {sid}; when there is none, the request has been
- * answered (400 for an invalid id, 404 SANDBOX_NOT_FOUND) and NULL is returned. */
+ * answered (400 for an invalid id, 404 SANDBOX_NOT_FOUND) and NULL is returned. A request
+ * that needs the sandbox (all but GETs of what the daemon holds: processes, logs,
+ * contexts) resumes it (lifecycle.h) and counts as its activity. */
 struct sandbox *api_sandbox_lookup(http_req *req, const route_params *p);
 
 typedef void (*api_handler)(struct app *app, http_req *req, const route_params *p);
@@ -66,6 +68,8 @@ void api_sandbox_post(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_get(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_list(struct app *app, http_req *req, const route_params *p);
 void api_sandbox_delete(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_suspend(struct app *app, http_req *req, const route_params *p);
+void api_sandbox_resume(struct app *app, http_req *req, const route_params *p);
 void api_context_create(struct app *app, http_req *req, const route_params *p);
 void api_context_list(struct app *app, http_req *req, const route_params *p);
 void api_context_get(struct app *app, http_req *req, const route_params *p);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
 #include "sandbox.h"
@@ -120,7 +121,7 @@ void api_context_create(struct app *app, http_req *req, const route_params *p)
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = api_body(req, true);
+    json_t *body = api_body_known(req, true, API_FIELDS_CONTEXT);
     if (!body)
         return;
     const char *lang_s = "python", *cwd_in = NULL;
@@ -191,7 +192,7 @@ void api_context_interrupt(struct app *app, http_req *req, const route_params *p
 {
     (void)app;
     struct context *c = lookup(req, p);
-    if (!c)
+    if (!c || api_body_none(req))
         return;
     int rc = ctx_interrupt(c, interrupted, req);
     if (rc == 1)
@@ -206,7 +207,7 @@ void api_context_restart(struct app *app, http_req *req, const route_params *p)
     (void)app;
     char err[256];
     struct context *c = lookup(req, p);
-    if (!c)
+    if (!c || api_body_none(req))
         return;
     int rc = ctx_restart(c, err, sizeof err);
     if (rc) {

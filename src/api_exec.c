@@ -14,6 +14,7 @@
 
 #include "api_command.h"
 #include "budget.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
 
@@ -53,7 +54,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
     sandbox *sb = api_sandbox_lookup(req, p);
     if (!sb)
         return;
-    json_t *body = api_body(req, false);
+    json_t *body = api_body_known(req, false, API_FIELDS_EXEC);
     if (!body)
         return;
     struct cmd_request cmd;

@@ -28,6 +28,7 @@
 #include "budget.h"
 #include "context.h"
 #include "escape.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
 #include "sandbox.h"
@@ -290,7 +291,7 @@ struct exec_req {
 static int parse_request(struct app *app, http_req *req, const sandbox *sb, struct exec_req *x)
 {
     char err[JX_ERR];
-    x->body = api_body(req, false);
+    x->body = api_body_known(req, false, API_FIELDS_EXECUTE);
     if (!x->body)
         return -1;
     x->src = x->cid = x->lang_s = NULL;

@@ -35,6 +35,7 @@
 #include "stamp.h"
 #include "api.h"
 #include "files.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
 #include "log.h"
@@ -383,7 +384,7 @@ void api_files_move(struct app *app, http_req *req, const route_params *p)
         return;
     char err[JX_ERR];
     const char *from = NULL, *to = NULL;
-    json_t *body = api_body(req, false);
+    json_t *body = api_body_known(req, false, API_FIELDS_MOVE);
     if (!body)
         return;
     if (jx_string(body, "from", true, FILES_PATH_MAX, &from, err, sizeof err) ||
@@ -444,7 +445,7 @@ void api_files_mkdir(struct app *app, http_req *req, const route_params *p)
         return;
     char err[JX_ERR];
     const char *path = NULL;
-    json_t *body = api_body(req, false);
+    json_t *body = api_body_known(req, false, API_FIELDS_MKDIR);
     if (!body)
         return;
     if (jx_string(body, "path", true, FILES_PATH_MAX, &path, err, sizeof err)) {

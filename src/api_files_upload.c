@@ -51,6 +51,7 @@
 #include "files.h"
 #include "api_json.h"
 #include "jsonx.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "sandbox.h"
 #include "api_files_int.h"
@@ -78,6 +79,7 @@ struct upload {
     int error;        /* -errno of our own failure; 0 when the writer's exit says why */
     uint64_t written, received, max;
     uint64_t memory_mb, disk_mb; /* the sandbox's limits, for messages */
+    char sid[SBX_ID_MAX + 1];    /* its sandbox, found by id: arriving bytes are activity */
     /* The writer: /bin/cat in the sandbox, stdin = our pipe, stdout = the temporary file */
     jail *jail;        /* valid until the writer's exit was reported (always is) */
     jail_proc *writer; /* NULL until init started it, and once it exited */
@@ -425,6 +427,7 @@ static void on_up_body(http_req *req, const char *data, size_t len, void *arg)
     if (u->failed)
         return;
     u->received += len;
+    life_touch(sbx_find(u->sid)); /* an upload in progress keeps its sandbox awake */
     if (u->received > u->max) {
         upload_fail(u, -EFBIG);
         return;
@@ -638,6 +641,7 @@ void api_files_put(struct app *app, http_req *req, const route_params *p)
     if (upload_open_target(u, req, sb, &t))
         return;
     char err[256] = "";
+    snprintf(u->sid, sizeof u->sid, "%s", sb->id);
     int rc = upload_start_writer(u, sb, err, sizeof err);
     u->req = req;
     req->cb_arg = u;

@@ -58,6 +58,28 @@ json_t *api_body(http_req *req, bool allow_empty)
     return j;
 }
 
+json_t *api_body_known(http_req *req, bool allow_empty, const struct jx_field *known)
+{
+    char err[JX_ERR];
+    json_t *j = api_body(req, allow_empty);
+    if (j && jx_known_fields(j, known, err, sizeof err)) {
+        json_decref(j);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
+        return NULL;
+    }
+    return j;
+}
+
+int api_body_none(http_req *req)
+{
+    static const struct jx_field none[] = { { NULL, NULL } };
+    if (req->body.len == 0)
+        return 0;
+    json_t *j = api_body_known(req, true, none);
+    json_decref(j);
+    return j ? 0 : -1;
+}
+
 void api_respond_json(http_req *req, int status, json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api_command.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
 
@@ -60,7 +61,7 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     sandbox *sb = api_sandbox_lookup(req, rp);
     if (!sb)
         return;
-    json_t *body = api_body(req, false);
+    json_t *body = api_body_known(req, false, API_FIELDS_PROCESS);
     if (!body)
         return;
     struct cmd_request cmd;

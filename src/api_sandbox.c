@@ -7,11 +7,14 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
+#include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "sandbox.h"
 #include "stamp.h"
@@ -36,9 +39,77 @@ static void on_created(sandbox *s, const char *id, int rc, const char *err, void
     created(s, id, rc, err, arg, 201);
 }
 
+/* A PUT that joined a creation under way: its body is compared with what was created. */
+struct join {
+    http_req *req;
+    json_t *body;
+};
+
 static void on_joined(sandbox *s, const char *id, int rc, const char *err, void *arg)
 {
-    created(s, id, rc, err, arg, 200); /* it exists now; this request did not create it */
+    struct join *w = arg;
+    char why[JX_ERR];
+    if (!rc && s && sbx_same_settings(s, w->body, why, sizeof why))
+        http_respond_error(w->req, 409, "CONFLICT", "%s", why);
+    else
+        created(s, id, rc, err, w->req, 200); /* it exists now; this request did not create it */
+    json_decref(w->body);
+    free(w);
+}
+
+/* The settings of a create body: 0, or -1 with err naming the bad field. */
+static int parse_settings(struct app *app, const json_t *body, struct sbx_limits *lim,
+                          struct sbx_lifecycle *life, bool *host, const json_t **env, char *err,
+                          size_t errlen)
+{
+    const char *network = "none";
+    if (sbx_parse_limits(json_object_get(body, "limits"), lim, err, errlen) ||
+        sbx_parse_lifecycle(json_object_get(body, "lifecycle"), life, err, errlen) ||
+        jx_string(body, "network", false, 16, &network, err, errlen) ||
+        jx_env_map(body, "env", app->cfg->max_env_vars, env, err, errlen))
+        return -1;
+    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
+        snprintf(err, errlen, "field 'network' must be \"none\" or \"host\", got \"%.16s\"",
+                 network);
+        return -1;
+    }
+    *host = strcmp(network, "host") == 0;
+    return 0;
+}
+
+/* Get-or-create of an id that exists or is being created: answered (1), or 0 when it is
+ * neither. Takes body (released) when it answers. */
+static int get_existing(http_req *req, const char *id, json_t *body)
+{
+    char err[JX_ERR];
+    sandbox *s = sbx_find(id);
+    if (s) {
+        if (sbx_same_settings(s, body, err, sizeof err))
+            http_respond_error(req, 409, "CONFLICT", "%s", err);
+        else
+            api_respond_json(req, 200, sbx_to_json(s));
+        json_decref(body);
+        return 1;
+    }
+    /* Being created by another request: wait for that creation, answered like it. */
+    struct join *w = malloc(sizeof *w);
+    int jr = w ? sbx_join(id, on_joined, w) : -ENOMEM;
+    if (jr == 0) {
+        *w = (struct join){ req, body };
+        return 1;
+    }
+    free(w);
+    if (jr == -ENOENT)
+        return 0;
+    json_decref(body);
+    if (jr == -EBUSY)
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "too many requests already wait for "
+                           "sandbox '%s' to be created (--max-pending-spawns)",
+                           id);
+    else
+        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+    return 1;
 }
 
 /* Parse a create body and create; answers the request in every case (at once, or when
@@ -46,46 +117,22 @@ static void on_joined(sandbox *s, const char *id, int rc, const char *err, void 
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
 {
     char err[JX_ERR];
-    sandbox *s = sbx_find(id);
-    if (s && get_or_create) {
-        api_respond_json(req, 200, sbx_to_json(s));
-        return;
-    }
-    if (get_or_create) {
-        /* Being created by another request: wait for that creation, answered like it. */
-        int jr = sbx_join(id, on_joined, req);
-        if (jr == 0)
-            return;
-        if (jr == -EBUSY) {
-            http_respond_error(req, 429, "LIMIT_REACHED",
-                               "too many requests already wait for "
-                               "sandbox '%s' to be created (--max-pending-spawns)",
-                               id);
-            return;
-        }
-    }
-    json_t *body = api_body(req, true);
+    json_t *body = api_body_known(req, true, API_FIELDS_SANDBOX);
     if (!body)
         return;
     struct sbx_limits lim;
-    const char *network = "none";
+    struct sbx_lifecycle life;
+    bool host = false;
     const json_t *env = NULL;
-    if (sbx_parse_limits(json_object_get(body, "limits"), &lim, err, sizeof err) ||
-        jx_string(body, "network", false, 16, &network, err, sizeof err) ||
-        jx_env_map(body, "env", app->cfg->max_env_vars, &env, err, sizeof err)) {
+    if (parse_settings(app, body, &lim, &life, &host, &env, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
-    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
-        http_respond_error(req, 400, "VALIDATION_FAILED",
-                           "field 'network' must be \"none\" or \"host\", got \"%.16s\"", network);
-        json_decref(body);
+    if (get_or_create && get_existing(req, id, body))
         return;
-    }
     err[0] = '\0';
-    int rc =
-        sbx_create(id, &lim, strcmp(network, "host") == 0, env, on_created, req, err, sizeof err);
+    int rc = sbx_create(id, &lim, host, env, &life, on_created, req, err, sizeof err);
     json_decref(body);
     if (rc == 0)
         return; /* answered by on_created */
@@ -102,7 +149,9 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
                        err[0] ? err : strerror(-rc));
 }
 
-sandbox *api_sandbox_lookup(http_req *req, const route_params *p)
+/* The sandbox named by {sid}, or an answer (400, 404) and NULL. Neither resumes it nor
+ * counts as activity: reading a sandbox's state must not change it. */
+static sandbox *find(http_req *req, const route_params *p)
 {
     const char *id = route_param(p, "sid");
     if (!sbx_valid_id(id)) {
@@ -114,6 +163,26 @@ sandbox *api_sandbox_lookup(http_req *req, const route_params *p)
     sandbox *s = sbx_find(id);
     if (!s)
         http_respond_error(req, 404, "SANDBOX_NOT_FOUND", "sandbox '%s' does not exist", id);
+    return s;
+}
+
+/* Reads the daemon answers from what it holds (GET of processes, their logs, contexts)
+ * neither need the sandbox's processes nor count as its activity: a dashboard that polls
+ * them must not keep a sandbox awake, and a client can watch a suspended one. Everything
+ * else (runs, commands, files, any change) resumes it. */
+static bool needs_sandbox(const http_req *req)
+{
+    bool read = strcmp(req->method_name, "GET") == 0 || strcmp(req->method_name, "HEAD") == 0;
+    return !read || (req->route && strstr(req->route, "/files"));
+}
+
+sandbox *api_sandbox_lookup(http_req *req, const route_params *p)
+{
+    sandbox *s = find(req, p);
+    if (s && needs_sandbox(req) && life_resume(s)) {
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot resume sandbox '%s'", s->id);
+        return NULL;
+    }
     return s;
 }
 
@@ -143,7 +212,7 @@ void api_sandbox_post(struct app *app, http_req *req, const route_params *p)
 void api_sandbox_get(struct app *app, http_req *req, const route_params *p)
 {
     (void)app;
-    sandbox *s = api_sandbox_lookup(req, p);
+    sandbox *s = find(req, p);
     if (s)
         api_respond_json(req, 200, sbx_to_json(s));
 }
@@ -167,7 +236,55 @@ static void deleted(void *arg)
 void api_sandbox_delete(struct app *app, http_req *req, const route_params *p)
 {
     (void)app;
-    sandbox *s = api_sandbox_lookup(req, p);
+    sandbox *s = find(req, p); /* destroying thaws it first (lifecycle.c) */
     if (s)
         sbx_destroy(s, deleted, req);
+}
+
+/* ---- POST …/suspend, POST …/resume ---- */
+
+static void suspended(sandbox *s, int rc, const char *msg, void *arg)
+{
+    http_req *req = arg;
+    if (rc == 0)
+        api_respond_json(req, 200, sbx_to_json(s));
+    else if (rc == -ECANCELED)
+        http_respond_error(req, 409, "CONFLICT",
+                           "sandbox '%s' was resumed by another request before it was frozen",
+                           s->id);
+    else if (rc == -ESRCH)
+        http_respond_error(req, 404, "SANDBOX_NOT_FOUND",
+                           "sandbox '%s' was deleted before it was frozen", s->id);
+    else
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot suspend sandbox '%s': %s", s->id,
+                           msg && msg[0] ? msg : strerror(-rc));
+}
+
+void api_sandbox_suspend(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    sandbox *s = find(req, p);
+    if (!s || api_body_none(req))
+        return;
+    int rc = life_suspend(s, suspended, req);
+    if (rc == -ENOTSUP)
+        http_respond_error(req, 409, "CONFLICT",
+                           "sandbox '%s' cannot be suspended: this daemon has no freezer "
+                           "cgroup (it runs without root, or the freezer is not mounted)",
+                           s->id);
+    else if (rc)
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot suspend sandbox '%s': %s", s->id,
+                           strerror(-rc));
+}
+
+void api_sandbox_resume(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    sandbox *s = find(req, p);
+    if (!s || api_body_none(req))
+        return;
+    if (life_resume(s))
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot resume sandbox '%s'", s->id);
+    else
+        api_respond_json(req, 200, sbx_to_json(s));
 }

@@ -9,7 +9,9 @@
  * truncated. Writes open with O_CREAT so the same code runs against a plain directory
  * in the unit tests (cgroupfs ignores it for existing files). The kill path freezes a v1
  * group first (frozen tasks cannot exit, so the pids read from cgroup.procs cannot be
- * reused while we signal them), and uses cgroup.kill on v2.
+ * reused while we signal them), and uses cgroup.kill on v2. Suspending a sandbox is the
+ * same freezer: freezer.state on v1 (FREEZING until every task stopped, then FROZEN),
+ * cgroup.freeze on v2 (cgroup.events says "frozen 1" once done).
  * Nothing here trusts the contents of files a sandbox could write: sandboxes cannot
  * write to these files (they are owned by host root), and parsing is bounded anyway.
  */
@@ -549,6 +551,36 @@ int cg_kill_all(const struct cg *g)
     if (r < 0)
         return r == -ENOENT ? 1 : (int)r;
     return r == 0 ? 1 : 0;
+}
+
+int cg_freeze(const struct cg *g, bool frozen)
+{
+    if (g->version == 1) {
+        if (!g->dir[CG_FREEZER][0])
+            return -ENOTSUP;
+        return write_str(g->dir[CG_FREEZER], "freezer.state", frozen ? "FROZEN" : "THAWED");
+    }
+    const char *d = any_dir(g);
+    if (g->version != 2 || !d || !file_exists(d, "cgroup.freeze"))
+        return -ENOTSUP;
+    return write_str(d, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+int cg_frozen(const struct cg *g)
+{
+    char st[256];
+    ssize_t r;
+    if (g->version == 1) {
+        if (!g->dir[CG_FREEZER][0])
+            return -ENOTSUP;
+        r = read_str(g->dir[CG_FREEZER], "freezer.state", st, sizeof st);
+        return r < 0 ? (int)r : strncmp(st, "FROZEN", 6) == 0;
+    }
+    const char *d = any_dir(g);
+    if (g->version != 2 || !d)
+        return -ENOTSUP;
+    r = read_str(d, "cgroup.events", st, sizeof st);
+    return r < 0 ? (int)r : keyed_value(st, "frozen") == 1;
 }
 
 int cg_remove(const struct cg *g)

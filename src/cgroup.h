@@ -74,6 +74,13 @@ uint64_t cg_oom_kills(const struct cg *g);
  * remain (call again), -errno on error. */
 int cg_kill_all(const struct cg *g);
 
+/* Freeze (or thaw) every process of the group: v1 freezer.state FROZEN / THAWED, v2
+ * cgroup.freeze 1 / 0. The write returns at once; a freeze completes later (cg_frozen).
+ * -ENOTSUP without a freezer (v1 hierarchy not mounted, v2 kernel older than 5.2). */
+int cg_freeze(const struct cg *g, bool frozen);
+/* 1 when every process of the group is frozen, 0 while it is not (yet), -errno. */
+int cg_frozen(const struct cg *g);
+
 /* Remove the group's directories. -EBUSY while processes remain. */
 int cg_remove(const struct cg *g);
 

@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lifecycle.h"
+
 struct child_pipe_h {
     uv_pipe_t h;
     bool open;     /* a handle not closed yet */
@@ -38,6 +40,8 @@ struct child {
     struct child_pipe_h p[CHILD_NPIPES];
     uv_timer_t timer;
     bool timer_open;
+    const struct sandbox *timer_sb; /* its time counts only while this one runs (or NULL) */
+    uint64_t frozen_mark;           /* lifecycle.h */
     bool live, released, exited;
     int handles;
     unsigned holds;
@@ -240,14 +244,17 @@ void child_reading(child *ch, bool on)
 static void timer_cb(uv_timer_t *t)
 {
     child *ch = t->data;
+    if (life_timer_defer(ch->timer_sb, &ch->frozen_mark, t, timer_cb))
+        return; /* the sandbox was suspended: its time is not the child's */
     if (!ch->released && ch->ops->timer)
         ch->ops->timer(ch->owner);
 }
 
-void child_timer_start(child *ch, uint64_t ms)
+void child_timer_start(child *ch, const struct sandbox *sb, uint64_t ms)
 {
+    ch->timer_sb = sb;
     if (ch->timer_open)
-        uv_timer_start(&ch->timer, timer_cb, ms, 0);
+        life_timer_start(sb, &ch->frozen_mark, &ch->timer, timer_cb, ms);
 }
 
 void child_timer_stop(child *ch)

@@ -33,6 +33,8 @@
 
 #include "jail.h"
 
+struct sandbox;
+
 typedef struct child child;
 
 /* The pipes a child may have, by index; child_new takes a mask of CHILD_BIT(index). */
@@ -105,8 +107,9 @@ void child_close(child *ch, int i);
 bool child_output_open(const child *ch);
 void child_close_output(child *ch);
 
-/* The timer: ops->timer after ms. Stopped by child_timer_stop and child_release. */
-void child_timer_start(child *ch, uint64_t ms);
+/* The timer: ops->timer after ms, counting only the time sandbox sb was not suspended
+ * (sb NULL: wall time). Stopped by child_timer_stop and child_release. */
+void child_timer_start(child *ch, const struct sandbox *sb, uint64_t ms);
 void child_timer_stop(child *ch);
 
 /* SIGKILL to its process group (SIGCONT first); before it is watched, to host_pid; a

@@ -127,6 +127,15 @@ static const struct opt OPTS[] = {
      * tmpfs pages, the OOM killer would have only the init to take. */
     { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,
       "Memory a sandbox must have free for its init to start a command or process (the fork is charged to the sandbox, and in a memory cgroup full of files the OOM killer could only take the init); with less, 507 MEMORY_LIMIT. KiB; 0: no check." },
+    /* Lifecycle of a sandbox (lifecycle.c): each may set its own ("lifecycle" on create). */
+    { "sandbox-idle-timeout-ms", "SANDBOXD_SANDBOX_IDLE_TIMEOUT_MS", U64(sandbox_idle_timeout_ms), "0", 0, UINT64_C(2592000000),
+      "Default idleTimeoutMs of a sandbox: after this long without a request, running code, command or process output it is suspended or deleted (--sandbox-on-idle). 0: never." },
+    { "sandbox-on-idle", "SANDBOXD_SANDBOX_ON_IDLE", STR(sandbox_on_idle_name), "suspend", 0, 0,
+      "Default onIdle of a sandbox: suspend (freeze every process, memory kept; the next request resumes it) or delete." },
+    { "sandbox-max-age-ms", "SANDBOXD_SANDBOX_MAX_AGE_MS", U64(sandbox_max_age_ms), "0", 0, UINT64_C(31536000000),
+      "Default maxAgeMs of a sandbox: it is deleted this long after its creation, busy or not. 0: never." },
+    { "sandbox-suspend-timeout-ms", "SANDBOXD_SANDBOX_SUSPEND_TIMEOUT_MS", U64(sandbox_suspend_timeout_ms), "5000", 10, 600000,
+      "Time every process of a sandbox has to freeze when it is suspended; then it is resumed and the suspend fails (500)." },
 };
 /* clang-format on */
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
@@ -312,6 +321,11 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
     }
     if ((rc = check_ceilings(c, err, errlen)))
         return rc;
+    if (strcmp(c->sandbox_on_idle_name, "suspend") && strcmp(c->sandbox_on_idle_name, "delete")) {
+        snprintf(err, errlen, "--sandbox-on-idle: '%s' is not suspend or delete",
+                 c->sandbox_on_idle_name);
+        return -EINVAL;
+    }
     if (!config_is_loopback(c->host) && c->token[0] == '\0') {
         snprintf(err, errlen,
                  "refusing to listen on %s without a token: set --token or "

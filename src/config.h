@@ -70,6 +70,11 @@ struct config {
     uint64_t sandbox_buffer_bytes; /* one budget per sandbox (budget.h) */
     /* the sandbox's init and the OOM killer (init_serve.c) */
     uint64_t spawn_reserve_kb;
+    /* a sandbox's lifecycle defaults (lifecycle.c) */
+    uint64_t sandbox_idle_timeout_ms;
+    char sandbox_on_idle_name[16]; /* "suspend" or "delete" */
+    uint64_t sandbox_max_age_ms;
+    uint64_t sandbox_suspend_timeout_ms;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -91,6 +91,7 @@ struct context {
     bool deleting;
     bool ever_ready;      /* an incarnation that never got ready is not retried */
     struct context *next; /* the sandbox's list */
+    uint64_t frozen_mark; /* lifecycle.h: its timeouts count only unsuspended time */
 };
 
 /* Set by ctx_init. */

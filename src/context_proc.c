@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "lifecycle.h"
 #include "zygote_client.h"
 
 static void proc_freed(void *owner)
@@ -154,7 +155,8 @@ int ctx_proc_start(struct context *c, char *err, size_t errlen)
     c->proc = p;
     c->state = CTX_STARTING;
     ctx_set_paused(c, false);
-    uv_timer_start(&c->timer, ctx_timer_cb, ctx_cfg->context_start_timeout_ms, 0);
+    life_timer_start(c->sb, &c->frozen_mark, &c->timer, ctx_timer_cb,
+                     ctx_cfg->context_start_timeout_ms);
     return 0;
 fail:
     free(envp);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "lifecycle.h"
 #include "stamp.h"
 
 static void run_free(struct ctx_run *r)
@@ -86,7 +87,7 @@ void ctx_run_next(struct context *c)
     r->start_ns = uv_hrtime();
     ctx_send_execute(c, r);
     if (r->timeout_ms)
-        uv_timer_start(&c->timer, ctx_timer_cb, r->timeout_ms, 0);
+        life_timer_start(c->sb, &c->frozen_mark, &c->timer, ctx_timer_cb, r->timeout_ms);
 }
 
 struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env, uint64_t timeout_ms,
@@ -131,13 +132,15 @@ void ctx_interrupt_run(struct context *c)
         return;
     r->interrupted = true;
     child_signal(c->proc->ch, SIGINT);
-    uv_timer_start(&c->timer, ctx_timer_cb, ctx_cfg->kill_grace_ms, 0);
+    life_timer_start(c->sb, &c->frozen_mark, &c->timer, ctx_timer_cb, ctx_cfg->kill_grace_ms);
 }
 
 void ctx_timer_cb(uv_timer_t *t)
 {
     struct context *c = t->data;
     struct ctx_proc *p = c->proc;
+    if (life_timer_defer(c->sb, &c->frozen_mark, t, ctx_timer_cb))
+        return; /* the sandbox was suspended: its time is not the run's */
     if (c->state == CTX_STARTING) {
         log_warn("context %s did not get ready within %llu ms", c->id,
                  (unsigned long long)ctx_cfg->context_start_timeout_ms);

@@ -31,6 +31,7 @@
 #include "budget.h"
 #include "command.h"
 #include "log.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 
 /* An SSE read is at most READ_MAX bytes and at least READ_MIN: fewer left in the budget
@@ -310,7 +311,7 @@ static void run_timer(void *owner)
     }
     /* drain grace over: orphans still hold the pipes (a paused stream is owed its output) */
     if (r->paused || r->starved) {
-        child_timer_start(r->ch, r->cfg->drain_grace_ms);
+        child_timer_start(r->ch, NULL, r->cfg->drain_grace_ms);
         return;
     }
     child_close_output(r->ch);
@@ -328,7 +329,7 @@ static void run_exited(void *owner, int status)
         r->sb = NULL;
     }
     if (child_output_open(r->ch))
-        child_timer_start(r->ch, r->cfg->drain_grace_ms);
+        child_timer_start(r->ch, NULL, r->cfg->drain_grace_ms);
     run_finish(r);
 }
 
@@ -387,7 +388,7 @@ static void exec_started(void *owner, int rc, const char *msg)
     }
     r->sink->ops->begin(r->sink, r->bg);
     if (r->timeout)
-        child_timer_start(r->ch, r->timeout);
+        child_timer_start(r->ch, r->sb, r->timeout);
     set_reading(r, true);
 }
 

@@ -362,6 +362,35 @@ int jail_memory_headroom(const jail *j, uint64_t *bytes)
     return j->has_cg ? cg_memory_headroom(&j->cg, bytes) : -ENOTSUP;
 }
 
+int jail_freeze(jail *j)
+{
+    if (!j->has_cg || j->destroying || j->dead)
+        return j->has_cg ? -ESRCH : -ENOTSUP;
+    int rc = cg_freeze(&j->cg, true);
+    if (rc == 0)
+        jail__reqs_pause(j, true);
+    return rc;
+}
+
+int jail_thaw(jail *j)
+{
+    if (!j->has_cg)
+        return -ENOTSUP;
+    int rc = cg_freeze(&j->cg, false);
+    jail__reqs_pause(j, false);
+    return rc;
+}
+
+int jail_frozen(const jail *j)
+{
+    return j->has_cg ? cg_frozen(&j->cg) : -ENOTSUP;
+}
+
+unsigned jail_waiting(const jail *j)
+{
+    return j->nreqs;
+}
+
 int jail_entry_info(const jail *j, struct jail_entry *e)
 {
     memset(e, 0, sizeof *e);

@@ -134,6 +134,18 @@ uint64_t jail_oom_kills(const jail *j);
  * cg_memory_headroom); -ENOTSUP when it has no memory cgroup (non-root mode). */
 int jail_memory_headroom(const jail *j, uint64_t *bytes);
 
+/* Suspend and resume (lifecycle.h): freeze or thaw every process of the sandbox, its
+ * init included, through the cgroup freezer. A freeze is asynchronous: jail_frozen says
+ * 1 once every process is frozen, 0 before. While frozen, the deadlines of requests that
+ * wait for init are paused (they resume, pushed back by the frozen time, at the thaw);
+ * the caller thaws before it sends init anything new. 0, -ENOTSUP without a freezer
+ * cgroup (the daemon runs without root), -ESRCH when the sandbox is going away, -errno. */
+int jail_freeze(jail *j);
+int jail_thaw(jail *j);
+int jail_frozen(const jail *j);
+/* Requests someone waits for init to answer (spawns, adoptions): work under way. */
+unsigned jail_waiting(const jail *j);
+
 /* A process spawned in a sandbox. */
 typedef struct jail_proc jail_proc;
 

@@ -174,7 +174,7 @@ static jail_req *req_find(jail *j, uint32_t id, uint32_t type)
 /* Arm the timer for the earliest deadline of a request someone waits for. */
 static void req_arm(jail *j)
 {
-    if (!j->timer_init || j->destroying || j->creating || j->send_err)
+    if (!j->timer_init || j->destroying || j->creating || j->send_err || j->frozen)
         return;
     int64_t first = INT64_MAX;
     for (const jail_req *r = j->reqs; r; r = r->next)
@@ -186,6 +186,26 @@ static void req_arm(jail *j)
     }
     int64_t left = first - jail__now_ms();
     uv_timer_start(&j->timer, jail__on_timer, left > 0 ? (uint64_t)left : 0, 0);
+}
+
+void jail__reqs_pause(jail *j, bool pause)
+{
+    int64_t now = jail__now_ms();
+    if (pause) {
+        if (j->frozen)
+            return;
+        j->frozen = true;
+        j->frozen_at = now;
+        if (j->timer_init && !j->destroying && !j->creating && !j->send_err)
+            uv_timer_stop(&j->timer);
+        return;
+    }
+    if (!j->frozen)
+        return;
+    j->frozen = false;
+    for (jail_req *r = j->reqs; r; r = r->next)
+        r->deadline += now - j->frozen_at;
+    req_arm(j);
 }
 
 /* Nobody waits for r any more. Unsent, it is dropped (init never sees it); sent, it stays

@@ -127,6 +127,8 @@ struct jail {
     int create_rc; /* why creation failed (reported once the jail is gone) */
     char create_msg[256];
     bool destroying, dead;
+    bool frozen;       /* suspended (jail_freeze): request deadlines paused */
+    int64_t frozen_at; /* jail__now_ms() when it was frozen */
     int ticks;
     int handles; /* open handles of the jail itself */
     void (*done)(void *);
@@ -185,6 +187,9 @@ void jail__ctl_flush(jail *j);
 void jail__reqs_fail_all(jail *j, int rc, const char *why);
 /* Answer the requests whose deadline passed (-ETIMEDOUT), then re-arm the timer. */
 void jail__reqs_expire(jail *j);
+/* The sandbox was frozen (pause): stop the deadlines; thawed: push every deadline back by
+ * the time it was frozen and re-arm. */
+void jail__reqs_pause(jail *j, bool pause);
 /* Init's answers: JP_SPAWNED, and JP_ADOPTED with its pidfd (fd taken over, or -1). */
 void jail__on_spawned(jail *j, const struct jp_hdr *m);
 void jail__on_adopted(jail *j, const struct jp_hdr *m, int fd);

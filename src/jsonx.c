@@ -161,3 +161,52 @@ int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **
     *out = v;
     return 0;
 }
+
+/* The known names of a table as "a, b, c" (cut to fit). */
+static void known_list(const struct jx_field *known, char *out, size_t n)
+{
+    size_t l = 0;
+    out[0] = '\0';
+    for (const struct jx_field *f = known; f->name && l < n; f++) {
+        int w = snprintf(out + l, n - l, "%s%s", l ? ", " : "", f->name);
+        if (w < 0)
+            break;
+        l += (size_t)w;
+    }
+    if (!known->name)
+        snprintf(out, n, "none");
+}
+
+/* jx_known_fields below prefix ("" at the top, "limits." inside). */
+static int known_at(const json_t *obj, const struct jx_field *known, const char *prefix, char *err,
+                    size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        const struct jx_field *f = known;
+        while (f->name && strcmp(f->name, k) != 0)
+            f++;
+        if (!f->name) {
+            char list[160];
+            known_list(known, list, sizeof list);
+            snprintf(err, errlen, "unknown field '%s%.64s' (known here: %s)", prefix, k, list);
+            return -1;
+        }
+        if (f->sub && json_is_object(v)) {
+            char sub[96];
+            snprintf(sub, sizeof sub, "%s%.64s.", prefix, k);
+            if (known_at(v, f->sub, sub, err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int jx_known_fields(const json_t *obj, const struct jx_field *known, char *err, size_t errlen)
+{
+    if (!json_is_object(obj))
+        return 0;
+    return known_at(obj, known, "", err, errlen);
+}

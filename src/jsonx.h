@@ -28,4 +28,16 @@ int jx_bool(const json_t *obj, const char *field, bool *present, bool *out, char
 int jx_env_map(const json_t *obj, const char *field, size_t max, const json_t **out, char *err,
                size_t errlen);
 
+/* The fields an object may have: a table ended by a row with name NULL. A row with sub
+ * names a nested object whose own fields are checked against sub when it is an object
+ * (whether it must be an object is the field's own validator's business). */
+struct jx_field {
+    const char *name;
+    const struct jx_field *sub;
+};
+
+/* Strict input: 0 when every field of obj is in the table (recursively into sub), else -1
+ * with err naming the first unknown one by its path ("limits.memMb") and the known ones. */
+int jx_known_fields(const json_t *obj, const struct jx_field *known, char *err, size_t errlen);
+
 #endif

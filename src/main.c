@@ -17,6 +17,7 @@
 #include "config.h"
 #include "http.h"
 #include "jail.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "budget.h"
 #include "metrics.h"
@@ -285,6 +286,29 @@ static int api_module_init(uv_loop_t *loop, char *err, size_t errlen)
     return 0;
 }
 
+/* For the idle timeout: a command, a run, a context start, or a process that init is
+ * asked to start (a command, a background process, an upload's writer) in s counts as
+ * activity. */
+static bool sandbox_busy(sandbox *s)
+{
+    if (s->nexec || jail_waiting(s->jail))
+        return true;
+    for (struct context *c = ctx_first(s); c; c = ctx_next(c)) {
+        struct ctx_info i;
+        ctx_get_info(c, &i);
+        if (i.state == CTX_BUSY || i.state == CTX_STARTING)
+            return true;
+    }
+    return false;
+}
+
+static int life_module_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    life_init(loop, &cfg, sandbox_busy);
+    return 0;
+}
+
 static int ctx_module_init(uv_loop_t *loop, char *err, size_t errlen)
 {
     (void)loop, (void)err, (void)errlen;
@@ -350,6 +374,7 @@ static const struct module MODULES[] = {
     { "jail", jail_init, jail_shutdown },
     { "zygote", zygote_init, zygote_shutdown },
     { "sandbox", sandbox_init, sandbox_shutdown },
+    { "lifecycle", life_module_init, NULL },
     { "metrics", metrics_init, NULL },
     { "api", api_module_init, NULL },
     { "ctx_init", ctx_module_init, NULL },

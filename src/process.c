@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "budget.h"
 #include "child.h"
 #include "command.h"
@@ -376,6 +377,8 @@ static void proc_read(void *owner, int i, ssize_t n, const char *data)
         return;
     }
     ring_append(&p->ring[i == CHILD_ERR], data, (size_t)n);
+    if (!p->removed)
+        life_touch(p->sb); /* output is activity (lifecycle.h) */
     pump_all(p);
 }
 
@@ -394,7 +397,7 @@ static void proc_exited(void *owner, int status)
     p->status = status;
     p->ended_ms = stamp_now_ms();
     if (child_output_open(p->ch))
-        child_timer_start(p->ch, drain_grace_ms);
+        child_timer_start(p->ch, NULL, drain_grace_ms);
     proc_finish(p);
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "lifecycle.h"
 #include "log.h"
 
 #define NBUCKETS 1024
@@ -177,6 +178,112 @@ int sbx_parse_timeout(const json_t *obj, uint64_t *timeout_ms, char *err, size_t
                      timeout_ms, err, errlen);
 }
 
+int sbx_parse_lifecycle(const json_t *life, struct sbx_lifecycle *o, char *err, size_t errlen)
+{
+    o->idle_timeout_ms = cfg->sandbox_idle_timeout_ms;
+    o->on_idle =
+        strcmp(cfg->sandbox_on_idle_name, "delete") == 0 ? SBX_IDLE_DELETE : SBX_IDLE_SUSPEND;
+    o->max_age_ms = cfg->sandbox_max_age_ms;
+    if (!life || json_is_null(life))
+        return 0;
+    if (!json_is_object(life)) {
+        snprintf(err, errlen, "field 'lifecycle' must be an object");
+        return -1;
+    }
+    bool present;
+    const char *on_idle = NULL;
+    if (jx_uint(life, "idleTimeoutMs", 0, UINT64_C(2592000000), &present, &o->idle_timeout_ms, err,
+                errlen) ||
+        jx_uint(life, "maxAgeMs", 0, UINT64_C(31536000000), &present, &o->max_age_ms, err,
+                errlen) ||
+        jx_string(life, "onIdle", false, 16, &on_idle, err, errlen))
+        return -1;
+    if (on_idle && strcmp(on_idle, "suspend") != 0 && strcmp(on_idle, "delete") != 0) {
+        snprintf(err, errlen, "field 'onIdle' must be \"suspend\" or \"delete\", got \"%.16s\"",
+                 on_idle);
+        return -1;
+    }
+    if (on_idle)
+        o->on_idle = strcmp(on_idle, "delete") == 0 ? SBX_IDLE_DELETE : SBX_IDLE_SUSPEND;
+    return 0;
+}
+
+/* The limits and lifecycle of a sandbox as the API shows them. */
+static json_t *limits_json(const struct sbx_limits *l)
+{
+    return json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "memoryMb", (json_int_t)l->memory_mb, "pids",
+                     (json_int_t)l->pids, "cpus", l->cpus, "diskMb", (json_int_t)l->disk_mb,
+                     "tmpMb", (json_int_t)l->tmp_mb, "timeoutMs", (json_int_t)l->timeout_ms);
+}
+
+static json_t *lifecycle_json(const struct sbx_lifecycle *l)
+{
+    return json_pack("{s:I, s:s, s:I}", "idleTimeoutMs", (json_int_t)l->idle_timeout_ms, "onIdle",
+                     l->on_idle == SBX_IDLE_DELETE ? "delete" : "suspend", "maxAgeMs",
+                     (json_int_t)l->max_age_ms);
+}
+
+/* The fields of asked (the request's object, as given) that differ in want (what it
+ * asks for, normalized) from have (the sandbox's): -1 with err naming the first. */
+static int same_fields(const char *id, const char *what, const json_t *asked, json_t *want,
+                       json_t *have, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach((json_t *)asked, k, v)
+    {
+        json_t *a = json_object_get(want, k), *b = json_object_get(have, k);
+        if (json_is_null(v) || !a || !b || json_equal(a, b))
+            continue;
+        char *sa = json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *sb = json_dumps(b, JSON_ENCODE_ANY | JSON_COMPACT);
+        snprintf(err, errlen,
+                 "sandbox '%s' exists with %s.%s %.40s; this request asks for %.40s "
+                 "(DELETE it first, or ask for the same)",
+                 id, what, k, sb ? sb : "?", sa ? sa : "?");
+        free(sa);
+        free(sb);
+        rc = -1;
+        break;
+    }
+    json_decref(want);
+    json_decref(have);
+    return rc;
+}
+
+int sbx_same_settings(const sandbox *s, const json_t *body, char *err, size_t errlen)
+{
+    struct sbx_limits lim;
+    struct sbx_lifecycle life;
+    const json_t *limits = json_object_get(body, "limits"),
+                 *lc = json_object_get(body, "lifecycle");
+    const json_t *net = json_object_get(body, "network"), *env = json_object_get(body, "env");
+    if (json_is_object(limits) && (sbx_parse_limits(limits, &lim, err, errlen) ||
+                                   same_fields(s->id, "limits", limits, limits_json(&lim),
+                                               limits_json(&s->limits), err, errlen)))
+        return -1;
+    if (json_is_object(lc) && (sbx_parse_lifecycle(lc, &life, err, errlen) ||
+                               same_fields(s->id, "lifecycle", lc, lifecycle_json(&life),
+                                           lifecycle_json(&s->lifecycle), err, errlen)))
+        return -1;
+    const char *have_net = s->network_host ? "host" : "none";
+    if (json_is_string(net) && strcmp(json_string_value(net), have_net) != 0) {
+        snprintf(err, errlen,
+                 "sandbox '%s' exists with network \"%s\"; this request asks for \"%.16s\"", s->id,
+                 have_net, json_string_value(net));
+        return -1;
+    }
+    if (json_is_object(env) && !json_equal(env, s->env)) {
+        snprintf(err, errlen,
+                 "sandbox '%s' exists with another env (%zu variables); this request asks "
+                 "for %zu variables that differ",
+                 s->id, json_object_size(s->env), json_object_size(env));
+        return -1;
+    }
+    return 0;
+}
+
 static struct creation *creation_find(const char *id)
 {
     for (struct creation *c = creations; c; c = c->next)
@@ -224,8 +331,9 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
         s = NULL;
     } else {
         s->jail = j;
-        s->created_ms = stamp_now_ms();
+        s->created_ms = s->last_activity_ms = stamp_now_ms();
         registry_add(s);
+        life_attach(s);
     }
     c->cb(s, id, rc, msg, c->arg);
     while (c->joiners) {
@@ -238,7 +346,8 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
 }
 
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
-               sbx_created_cb cb, void *arg, char *err, size_t errlen)
+               const struct sbx_lifecycle *life, sbx_created_cb cb, void *arg, char *err,
+               size_t errlen)
 {
     if (sbx_find(id) || creation_find(id))
         return -EEXIST;
@@ -256,6 +365,10 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, 
     snprintf(s->id, sizeof s->id, "%s", id);
     s->limits = *lim;
     s->network_host = network_host;
+    if (life)
+        s->lifecycle = *life;
+    else
+        (void)sbx_parse_lifecycle(NULL, &s->lifecycle, err, errlen);
     s->env = env ? json_deep_copy(env) : json_object();
     s->created_ms = stamp_now_ms();
     s->budget = budget_new(cfg->sandbox_buffer_bytes);
@@ -477,20 +590,20 @@ int sbx_resolve_cwd(const char *in, char *out, size_t outlen, char *err, size_t 
 
 json_t *sbx_to_json(const sandbox *s)
 {
-    char created[40];
+    char created[40], active[40];
     stamp_iso8601(s->created_ms, created, sizeof created);
+    stamp_iso8601(s->last_activity_ms, active, sizeof active);
     struct jail_usage u = { 0, 0 };
     jail_usage(s->jail, &u);
-    return json_pack(
-        "{s:s, s:s, s:s, s:{s:I, s:I, s:f, s:I, s:I, s:I}, "
-        "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-        "id", s->id, "createdAt", created, "network", s->network_host ? "host" : "none", "limits",
-        "memoryMb", (json_int_t)s->limits.memory_mb, "pids", (json_int_t)s->limits.pids, "cpus",
-        s->limits.cpus, "diskMb", (json_int_t)s->limits.disk_mb, "tmpMb",
-        (json_int_t)s->limits.tmp_mb, "timeoutMs", (json_int_t)s->limits.timeout_ms, "usage",
-        "memoryBytes", (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes, "contexts",
-        (json_int_t)s->ncontexts, "bufferBytes", (json_int_t)budget_used(s->budget),
-        "bufferPeakBytes", (json_int_t)budget_peak(s->budget), "bufferLimitBytes",
-        (json_int_t)budget_cap(s->budget), "bufferRefusals",
-        (json_int_t)budget_refusals(s->budget));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, "
+                     "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+                     "id", s->id, "createdAt", created, "lastActivity", active, "state",
+                     s->suspended ? "suspended" : "running", "network",
+                     s->network_host ? "host" : "none", "limits", limits_json(&s->limits),
+                     "lifecycle", lifecycle_json(&s->lifecycle), "usage", "memoryBytes",
+                     (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes, "contexts",
+                     (json_int_t)s->ncontexts, "bufferBytes", (json_int_t)budget_used(s->budget),
+                     "bufferPeakBytes", (json_int_t)budget_peak(s->budget), "bufferLimitBytes",
+                     (json_int_t)budget_cap(s->budget), "bufferRefusals",
+                     (json_int_t)budget_refusals(s->budget));
 }

@@ -34,6 +34,14 @@ struct sbx_limits {
     uint64_t timeout_ms; /* default wall-clock timeout of commands and runs */
 };
 
+/* What happens to a sandbox over time (lifecycle.h); 0 means never for both times. */
+enum sbx_on_idle { SBX_IDLE_SUSPEND, SBX_IDLE_DELETE };
+struct sbx_lifecycle {
+    uint64_t idle_timeout_ms; /* idleTimeoutMs */
+    enum sbx_on_idle on_idle; /* onIdle */
+    uint64_t max_age_ms;      /* maxAgeMs */
+};
+
 typedef struct sandbox {
     char id[SBX_ID_MAX + 1];
     jail *jail;
@@ -45,6 +53,10 @@ typedef struct sandbox {
     unsigned nexec;      /* commands running */
     unsigned ncontexts;  /* code contexts alive */
     bool destroying;
+    struct sbx_lifecycle lifecycle;
+    uint64_t last_activity_ms;     /* Unix epoch, ms: the last request, output or run */
+    bool suspended;                /* frozen or being frozen (lifecycle.c) */
+    void *life;                    /* owned by lifecycle.c */
     struct sandbox *hnext;         /* hash chain */
     struct sandbox *lnext, *lprev; /* creation-ordered list */
     void *contexts;                /* owned by context.c */
@@ -65,6 +77,17 @@ sandbox *sbx_first(void); /* in creation order; then s->lnext */
  * naming the bad field (and the ceiling it passed). */
 int sbx_parse_limits(const json_t *limits, struct sbx_limits *out, char *err, size_t errlen);
 
+/* The defaults from the configuration (--sandbox-idle-timeout-ms, --sandbox-on-idle,
+ * --sandbox-max-age-ms), overridden by a request's "lifecycle" object. 0 or -1 with err
+ * naming the bad field. */
+int sbx_parse_lifecycle(const json_t *lifecycle, struct sbx_lifecycle *out, char *err,
+                        size_t errlen);
+
+/* Strict get-or-create: 0 when body (a create request's, validated) asks for nothing other
+ * than what s has (only the fields it names are compared); else -1 with err naming the
+ * first field that differs, with both values (the request should get 409 CONFLICT). */
+int sbx_same_settings(const sandbox *s, const json_t *body, char *err, size_t errlen);
+
 /* "timeoutMs" of obj (a sandbox's limits, a command, a run) into *timeout_ms when present:
  * 0 (none) to --max-timeout-ms. 0 or -1 with err naming the field and the maximum. */
 int sbx_parse_timeout(const json_t *obj, uint64_t *timeout_ms, char *err, size_t errlen);
@@ -76,9 +99,10 @@ typedef void (*sbx_created_cb)(sandbox *s, const char *id, int rc, const char *e
 /* Create and register. Returns 0 when under way: cb is called once, later. Returns at once
  * -EEXIST when the id is taken (live or being created), -EMFILE past --max-sandboxes,
  * other -errno from the jail with err set; then cb is never called. env is borrowed
- * (copied). */
+ * (copied); life NULL means the daemon's defaults. */
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
-               sbx_created_cb cb, void *arg, char *err, size_t errlen);
+               const struct sbx_lifecycle *life, sbx_created_cb cb, void *arg, char *err,
+               size_t errlen);
 
 /* Wait for the creation of id under way: 0 (cb is called once, with its outcome, after
  * the creator's), -ENOENT when none is under way, -EBUSY when --max-pending-spawns

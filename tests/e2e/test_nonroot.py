@@ -325,3 +325,20 @@ def test_mountinfo_names_no_host_path(d):
         assert out["exitCode"] != 0 and "No space left on device" in out["stderr"], out
     finally:
         s.delete()
+
+
+def test_suspend_needs_a_freezer(d):
+    """Without root there are no cgroups, so no freezer: suspend says so (409), the
+    sandbox keeps running, and every other request works as before."""
+    s = Sandbox(d, "nofreeze")
+    try:
+        status, err = d.json("POST", "/v1/sandboxes/nofreeze/suspend")
+        assert status == 409 and err["code"] == "CONFLICT", err
+        assert "freezer" in err["message"]
+        status, info = d.json("GET", "/v1/sandboxes/nofreeze")
+        assert status == 200 and info["state"] == "running"
+        status, info = d.json("POST", "/v1/sandboxes/nofreeze/resume")
+        assert status == 200 and info["state"] == "running"
+        assert s.sh("echo still") == "still\n"
+    finally:
+        s.delete()

@@ -44,6 +44,8 @@ OPS = [
     ("kill_idle", 4),     # kill -9 the idle context: next run says ContextDied
     ("oom", 3),           # allocate past memoryMb: OutOfMemoryError
     ("disconnect", 5),    # streamed run, client leaves at the first event: context frees up
+    ("suspend", 6),       # suspend, then a run resumes it implicitly with its state kept
+    ("reattach", 3),      # a finished run read again by its execution id, same result
 ]
 
 MEMORY_MB = 256
@@ -356,6 +358,21 @@ class Worker(threading.Thread):
                 return "disconnect-freed"
             time.sleep(0.25)
         raise AssertionError("context still busy 60 s after its client left: %s" % out)
+
+
+    def op_suspend(self):
+        status, out = self.api("POST", "/suspend")
+        assert status == 200 and out.get("state") == "suspended", "suspend %s %s" % (status, out)
+        self.op_run()  # resumes it: the counter kept its value
+        status, out = self.api("GET", "")
+        assert status == 200 and out.get("state") == "running", "after resume %s %s" % (status, out)
+
+    def op_reattach(self):
+        status, out = self.execute("6 * 7")
+        assert status == 200, "%s %s" % (status, out)
+        st, again = self.api("GET", "/executions/" + out["id"])
+        assert st == 200 and again.get("state") == "done", "execution %s %s" % (st, again)
+        self.expect_value(again, "42")
 
 
 def read_sse(r):

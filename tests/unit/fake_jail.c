@@ -271,3 +271,27 @@ pid_t jail_proc_pid(const jail_proc *p)
 {
     return p->pid;
 }
+/* Suspend and resume (lifecycle.c): nothing to freeze here; a freeze completes at once. */
+int jail_freeze(jail *j)
+{
+    (void)j;
+    return 0;
+}
+
+int jail_thaw(jail *j)
+{
+    (void)j;
+    return 0;
+}
+
+int jail_frozen(const jail *j)
+{
+    (void)j;
+    return 1;
+}
+
+unsigned jail_waiting(const jail *j)
+{
+    (void)j;
+    return 0;
+}

@@ -243,6 +243,49 @@ static void test_remove_and_stale(void **state)
     assert_int_equal(access(p, F_OK), -1);
 }
 
+/* Suspend: freezer.state on v1 (FREEZING until done), cgroup.freeze / cgroup.events on v2,
+ * -ENOTSUP without either. */
+static void test_freeze(void **state)
+{
+    (void)state;
+    layout_v1();
+    struct cg_sys s;
+    assert_int_equal(cg_sys_init(&s, root, v1_self, "sandboxd"), 0);
+    struct cg g;
+    assert_int_equal(cg_create(&s, "fz", &g), 0);
+    char buf[64];
+    assert_int_equal(cg_freeze(&g, true), 0);
+    get("freezer/sandboxd/fz/freezer.state", buf, sizeof buf);
+    assert_string_equal(buf, "FROZEN");
+    put("freezer/sandboxd/fz/freezer.state", "FREEZING\n");
+    assert_int_equal(cg_frozen(&g), 0);
+    put("freezer/sandboxd/fz/freezer.state", "FROZEN\n");
+    assert_int_equal(cg_frozen(&g), 1);
+    assert_int_equal(cg_freeze(&g, false), 0);
+    get("freezer/sandboxd/fz/freezer.state", buf, sizeof buf);
+    assert_string_equal(buf, "THAWED");
+    assert_int_equal(cg_frozen(&g), 0);
+    g.dir[CG_FREEZER][0] = '\0'; /* no freezer hierarchy */
+    assert_int_equal(cg_freeze(&g, true), -ENOTSUP);
+    assert_int_equal(cg_frozen(&g), -ENOTSUP);
+
+    struct cg g2 = { .version = 2 };
+    snprintf(g2.dir[CG_MEMORY], CG_PATH_MAX, "%s/v2box", root);
+    mkdirs("v2box");
+    assert_int_equal(cg_freeze(&g2, true), -ENOTSUP); /* kernel without cgroup.freeze */
+    put("v2box/cgroup.freeze", "0\n");
+    assert_int_equal(cg_freeze(&g2, true), 0);
+    get("v2box/cgroup.freeze", buf, sizeof buf);
+    assert_string_equal(buf, "1");
+    put("v2box/cgroup.events", "populated 1\nfrozen 0\n");
+    assert_int_equal(cg_frozen(&g2), 0);
+    put("v2box/cgroup.events", "populated 1\nfrozen 1\n");
+    assert_int_equal(cg_frozen(&g2), 1);
+    assert_int_equal(cg_freeze(&g2, false), 0);
+    get("v2box/cgroup.freeze", buf, sizeof buf);
+    assert_string_equal(buf, "0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +295,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overlong, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_and_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_freeze, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,7 +198,7 @@ static void exit_before_pipes_close(void **state)
     fake_jail_exit(p, 0);
     assert_int_equal(o.exited, 1);
     assert_true(child_is_open(o.ch, CHILD_OUT));
-    child_timer_start(o.ch, 1);
+    child_timer_start(o.ch, NULL, 1);
     while (!o.timers)
         uv_run(&loop, UV_RUN_ONCE);
     assert_int_equal(o.timers, 1);

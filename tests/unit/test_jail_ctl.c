@@ -203,6 +203,24 @@ static void deadline_then_late_answer(void **state)
     assert_int_equal(h.b, SIGKILL);
 }
 
+/* While the sandbox is suspended (frozen, lifecycle.h), its init cannot answer: the time it
+ * was frozen does not count against a request's deadline. */
+static void frozen_time_does_not_count(void **state)
+{
+    (void)state;
+    char err[256];
+    J->reply_timeout_ms = 50;
+    assert_int_equal(spawn("/bin/sh", 1, NULL, err, sizeof err), 0);
+    jail__reqs_pause(J, true);
+    assert_true(J->frozen);
+    J->frozen_at -= 5000; /* as if it had been frozen for five seconds */
+    usleep(60000);        /* past the 50 ms deadline */
+    jail__reqs_pause(J, false);
+    assert_false(J->frozen);
+    jail__reqs_expire(J);
+    assert_int_equal(nanswers, 0); /* pushed back by the frozen time */
+}
+
 /* Cancelled while still queued (init cannot take it): dropped, init never sees it. */
 static void cancel_before_send_drops_it(void **state)
 {
@@ -263,6 +281,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_requests_fail_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(requests_are_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(deadline_then_late_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(frozen_time_does_not_count, setup, teardown),
         cmocka_unit_test_setup_teardown(cancel_before_send_drops_it, setup, teardown),
         cmocka_unit_test_setup_teardown(fail_all_answers_each_once, setup, teardown),
     };

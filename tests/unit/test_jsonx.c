@@ -97,11 +97,43 @@ static void fields(void **state)
     json_decref(o);
 }
 
+/* Strict input: every field known, recursively; the first unknown one named by its path. */
+static void known_fields(void **state)
+{
+    (void)state;
+    static const struct jx_field sub[] = { { "memoryMb", NULL }, { NULL, NULL } };
+    static const struct jx_field top[] = { { "limits", sub }, { "env", NULL }, { NULL, NULL } };
+    char err[JX_ERR];
+    json_t *j = json_loads("{\"limits\":{\"memoryMb\":1},\"env\":{\"ANY\":\"x\"}}", 0, NULL);
+    assert_int_equal(jx_known_fields(j, top, err, sizeof err), 0);
+    json_decref(j);
+    j = json_loads("{\"limits\":{\"memMb\":1}}", 0, NULL);
+    assert_int_equal(jx_known_fields(j, top, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown field 'limits.memMb'"));
+    assert_non_null(strstr(err, "memoryMb"));
+    json_decref(j);
+    j = json_loads("{\"timeout\":1}", 0, NULL);
+    assert_int_equal(jx_known_fields(j, top, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'timeout'"));
+    assert_non_null(strstr(err, "limits, env"));
+    json_decref(j);
+    /* a nested field that is not an object is left to its own validator */
+    j = json_loads("{\"limits\":5}", 0, NULL);
+    assert_int_equal(jx_known_fields(j, top, err, sizeof err), 0);
+    json_decref(j);
+    static const struct jx_field none[] = { { NULL, NULL } };
+    j = json_loads("{\"x\":1}", 0, NULL);
+    assert_int_equal(jx_known_fields(j, none, err, sizeof err), -1);
+    assert_non_null(strstr(err, "known here: none"));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bodies),
         cmocka_unit_test(fields),
+        cmocka_unit_test(known_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,7 +86,8 @@ static int create(const char *id, int who)
     struct sbx_limits lim;
     char err[256];
     assert_int_equal(sbx_parse_limits(NULL, &lim, err, sizeof err), 0);
-    return sbx_create(id, &lim, false, NULL, on_created, (void *)(intptr_t)who, err, sizeof err);
+    return sbx_create(id, &lim, false, NULL, NULL, on_created, (void *)(intptr_t)who, err,
+                      sizeof err);
 }
 
 static void found_only_when_ready(void **state)
@@ -115,7 +116,8 @@ static void limits_reach_the_jail(void **state)
     json_t *l = json_pack("{s:i, s:i, s:f}", "memoryMb", 256, "pids", 64, "cpus", 0.5);
     assert_int_equal(sbx_parse_limits(l, &lim, err, sizeof err), 0);
     json_decref(l);
-    assert_int_equal(sbx_create("lim", &lim, true, NULL, on_created, NULL, err, sizeof err), 0);
+    assert_int_equal(sbx_create("lim", &lim, true, NULL, NULL, on_created, NULL, err, sizeof err),
+                     0);
     assert_int_equal(fake_jail.last_opts.limits.memory_bytes, 256ull << 20);
     assert_int_equal(fake_jail.last_opts.limits.pids, 64);
     assert_int_equal(fake_jail.last_opts.limits.cpu_millis, 500);
