@@ -117,6 +117,10 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->runtimes_bytes = x;
         } else if (strncmp(a, "--spawn-reserve=", 16) == 0 && parse_u64(a + 16, &x)) {
             cfg->spawn_reserve = x;
+        } else if (strncmp(a, "--ws-image=", 11) == 0 && parse_u64(a + 11, &x)) {
+            cfg->ws_image_bytes = x;
+        } else if (strcmp(a, "--ws-format") == 0) {
+            cfg->ws_format = true;
         } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
             cfg->ws_bytes = x;
         } else {
@@ -471,6 +475,14 @@ int main(int argc, char **argv)
         _exit(1);
     if (join_cgroups(&cfg))
         return 1;
+    if (cfg.ws_image_bytes) { /* under the sandbox's limits already, before the clone */
+        char why[256];
+        int rc = init_workspace_mount(&cfg, why, sizeof why);
+        if (rc) {
+            send_fail(rc, why);
+            return 1;
+        }
+    }
     if (cfg.spawn_reserve)
         open_memory_files(&cfg);
     int sync[2];
