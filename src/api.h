@@ -38,6 +38,14 @@ struct sandbox;
 /* The sandbox named by the route's {sid}; when there is none, the request has been
  * answered (400 for an invalid id, 404 SANDBOX_NOT_FOUND) and NULL is returned. */
 struct sandbox *api_sandbox_lookup(http_req *req, const route_params *p);
+/* When id (made with prefix: "ctx-", "proc-", "exe-") was one of s's before the daemon
+ * restarted, answer 404 code saying so and return true; else false (nothing answered). */
+bool api_ended_by_restart(http_req *req, const struct sandbox *s, const char *code,
+                          const char *what, const char *prefix, const char *id);
+/* Start bringing back every sandbox stored in the state dir (sandbox_store.h), through
+ * the same settings parser as a create; *pending counts the restorations under way and
+ * drops to 0 as each ends (each is logged). Returns how many were started. */
+unsigned api_sandbox_restore_all(struct app *app, unsigned *pending);
 
 typedef void (*api_handler)(struct app *app, http_req *req, const route_params *p);
 

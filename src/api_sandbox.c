@@ -14,6 +14,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sandbox_store.h"
 #include "stamp.h"
 
 /* The creation this request started (or joined) ended. */
@@ -39,6 +40,44 @@ static void on_created(sandbox *s, const char *id, int rc, const char *err, void
 static void on_joined(sandbox *s, const char *id, int rc, const char *err, void *arg)
 {
     created(s, id, rc, err, arg, 200); /* it exists now; this request did not create it */
+}
+
+/* What a create body (or a stored sandbox's settings) asks for. */
+struct settings {
+    struct sbx_limits lim;
+    bool network_host;
+    const json_t *env; /* borrowed from the body */
+    json_t *normal;    /* the body with every limit filled in: what is stored (owned) */
+};
+
+/* Parse and check a create body; 0, or -1 with err naming the field. The normalised
+ * copy keeps every other field of the body as it came, so that whatever the create
+ * accepts comes back the same way after a restart (sandbox_store.h). */
+static int parse_settings(struct app *app, const json_t *body, struct settings *st, char *err,
+                          size_t errlen)
+{
+    const char *network = "none";
+    st->env = NULL;
+    st->normal = NULL;
+    if (sbx_parse_limits(json_object_get(body, "limits"), &st->lim, err, errlen) ||
+        jx_string(body, "network", false, 16, &network, err, errlen) ||
+        jx_env_map(body, "env", app->cfg->max_env_vars, &st->env, err, errlen))
+        return -1;
+    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
+        snprintf(err, errlen, "field 'network' must be \"none\" or \"host\", got \"%.16s\"",
+                 network);
+        return -1;
+    }
+    st->network_host = strcmp(network, "host") == 0;
+    st->normal = json_is_object(body) ? json_deep_copy(body) : json_object();
+    const struct sbx_limits *l = &st->lim;
+    json_object_set_new(st->normal, "limits",
+                        json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "memoryMb",
+                                  (json_int_t)l->memory_mb, "pids", (json_int_t)l->pids, "cpus",
+                                  l->cpus, "diskMb", (json_int_t)l->disk_mb, "tmpMb",
+                                  (json_int_t)l->tmp_mb, "timeoutMs", (json_int_t)l->timeout_ms));
+    json_object_set_new(st->normal, "network", json_string(network));
+    return 0;
 }
 
 /* Parse a create body and create; answers the request in every case (at once, or when
@@ -67,25 +106,16 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
     json_t *body = api_body(req, true);
     if (!body)
         return;
-    struct sbx_limits lim;
-    const char *network = "none";
-    const json_t *env = NULL;
-    if (sbx_parse_limits(json_object_get(body, "limits"), &lim, err, sizeof err) ||
-        jx_string(body, "network", false, 16, &network, err, sizeof err) ||
-        jx_env_map(body, "env", app->cfg->max_env_vars, &env, err, sizeof err)) {
+    struct settings st;
+    if (parse_settings(app, body, &st, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
-    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
-        http_respond_error(req, 400, "VALIDATION_FAILED",
-                           "field 'network' must be \"none\" or \"host\", got \"%.16s\"", network);
-        json_decref(body);
-        return;
-    }
     err[0] = '\0';
-    int rc =
-        sbx_create(id, &lim, strcmp(network, "host") == 0, env, on_created, req, err, sizeof err);
+    const struct sbx_spec spec = { id, &st.lim, st.network_host, st.env, st.normal, NULL };
+    int rc = sbx_create_with(&spec, on_created, req, err, sizeof err);
+    json_decref(st.normal);
     json_decref(body);
     if (rc == 0)
         return; /* answered by on_created */
@@ -170,4 +200,65 @@ void api_sandbox_delete(struct app *app, http_req *req, const route_params *p)
     sandbox *s = api_sandbox_lookup(req, p);
     if (s)
         sbx_destroy(s, deleted, req);
+}
+
+bool api_ended_by_restart(http_req *req, const sandbox *s, const char *code, const char *what,
+                          const char *prefix, const char *id)
+{
+    if (!store_ended_by_restart(s, id, prefix))
+        return false;
+    http_respond_error(req, 404, code,
+                       "%s '%.64s' of sandbox '%s' ended when the daemon restarted (contexts, "
+                       "runs and processes do not survive a restart; the sandbox and its files "
+                       "do)",
+                       what, id, s->id);
+    return true;
+}
+
+static void on_restored(sandbox *s, const char *id, int rc, const char *err, void *arg)
+{
+    unsigned *pending = arg;
+    (*pending)--;
+    if (rc)
+        log_error("sandbox %s: not restored: %s (its files stay in the state dir)", id,
+                  err && err[0] ? err : strerror(-rc));
+    else
+        log_info("sandbox %s restored (%s)", id, s->id);
+}
+
+struct restore_all {
+    struct app *app;
+    unsigned *pending;
+    unsigned started;
+};
+
+static void restore_one(const char *id, const json_t *rec, void *arg)
+{
+    struct restore_all *r = arg;
+    char err[JX_ERR];
+    struct settings st;
+    if (parse_settings(r->app, json_object_get(rec, "settings"), &st, err, sizeof err)) {
+        log_error("sandbox %s: not restored: its stored settings are refused now: %s (its files "
+                  "stay in the state dir)",
+                  id, err);
+        return;
+    }
+    err[0] = '\0';
+    const struct sbx_spec spec = { id, &st.lim, st.network_host, st.env, st.normal, rec };
+    int rc = sbx_create_with(&spec, on_restored, r->pending, err, sizeof err);
+    json_decref(st.normal);
+    if (rc) {
+        log_error("sandbox %s: not restored: %s (its files stay in the state dir)", id,
+                  err[0] ? err : strerror(-rc));
+        return;
+    }
+    (*r->pending)++;
+    r->started++;
+}
+
+unsigned api_sandbox_restore_all(struct app *app, unsigned *pending)
+{
+    struct restore_all r = { app, pending, 0 };
+    store_load_all(restore_one, &r);
+    return r.started;
 }

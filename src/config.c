@@ -92,7 +92,7 @@ static const struct opt OPTS[] = {
     { "python-preload", "SANDBOXD_PYTHON_PRELOAD", STR(python_preload), "IPython,numpy,pandas,matplotlib", 0, 0,
       "Modules the Python zygote imports once, so every context starts with them loaded." },
     { "host-uid-base", "SANDBOXD_HOST_UID_BASE", U64(host_uid_base), "1000000", 1000, UINT32_MAX - 200000,
-      "When root: sandbox n runs as host uids base+2n and base+2n+1 (never shared between sandboxes)." },
+      "When root: the lowest host uid; the state dir's range (see --uid-registry) starts at or above it, and sandbox n runs as the range's base+2n and base+2n+1 (never shared between sandboxes)." },
     { "max-file-bytes", "SANDBOXD_MAX_FILE_BYTES", U64(max_file_bytes), "4294967296", 1, UINT64_C(1) << 40,
       "Largest file PUT /v1/sandboxes/{id}/files/... accepts (streamed to disk, never held in memory); larger gets 413." },
     { "process-log-bytes", "SANDBOXD_PROCESS_LOG_BYTES", U64(process_log_bytes), "1048576", 4096, UINT64_C(1) << 30,
@@ -127,6 +127,11 @@ static const struct opt OPTS[] = {
      * tmpfs pages, the OOM killer would have only the init to take. */
     { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,
       "Memory a sandbox must have free for its init to start a command or process (the fork is charged to the sandbox, and in a memory cgroup full of files the OOM killer could only take the init); with less, 507 MEMORY_LIMIT. KiB; 0: no check." },
+    /* Durability and shutdown (docs/lifecycle.md): sandboxes outlive the daemon. */
+    { "shutdown-grace-ms", "SANDBOXD_SHUTDOWN_GRACE_MS", U64(shutdown_grace_ms), "5000", 100, 600000,
+      "On SIGTERM/SIGINT: the daemon stops accepting, ends every run, command and stream (ContextDied: the daemon is shutting down), keeps every sandbox on disk and exits within this time (past it, at once with status 1)." },
+    { "uid-registry", "SANDBOXD_UID_REGISTRY", STR(uid_registry), "/var/lib/sandboxd-uid-ranges", 0, 0,
+      "When root: the machine-wide file (locked with flock) in which each state dir reserves its range of host uids (2 x --max-sandboxes from --host-uid-base up), so that daemons with different state dirs never share a uid; a range is freed when its state dir is gone." },
 };
 /* clang-format on */
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])

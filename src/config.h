@@ -70,6 +70,9 @@ struct config {
     uint64_t sandbox_buffer_bytes; /* one budget per sandbox (budget.h) */
     /* the sandbox's init and the OOM killer (init_serve.c) */
     uint64_t spawn_reserve_kb;
+    /* durability and shutdown (docs/lifecycle.md) */
+    uint64_t shutdown_grace_ms;
+    char uid_registry[512];
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag
