@@ -121,8 +121,8 @@ static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err
     if (jail__g.feat.root && o->limits.disk_bytes) {
         char img[JAIL_PATH_MAX];
         struct stat st;
-        if (o->restore && (jail__path_join(img, sizeof img, dir, "workspace.img") ||
-                           stat(img, &st) < 0)) {
+        if (o->restore &&
+            (jail__path_join(img, sizeof img, dir, "workspace.img") || stat(img, &st) < 0)) {
             jail__set_err(err, errlen, "the workspace image of sandbox %s is missing", o->id);
             return -ENOENT;
         }

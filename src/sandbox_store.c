@@ -42,9 +42,9 @@ int store_save(const sandbox *s)
         return 0; /* not set up (unit tests): nothing is durable */
     if (snprintf(dir, sizeof dir, "%s/%s", sbx_dir, s->id) >= (int)sizeof dir)
         return -ENAMETOOLONG;
-    json_t *rec = json_pack("{s:i, s:s, s:I, s:i, s:i, s:O}", "version", STORE_VERSION, "id",
-                            s->id, "createdAt", (json_int_t)s->created_ms, "slot",
-                            jail_slot(s->jail), "bornGeneration", (int)s->born_gen, "settings",
+    json_t *rec = json_pack("{s:i, s:s, s:I, s:i, s:i, s:O}", "version", STORE_VERSION, "id", s->id,
+                            "createdAt", (json_int_t)s->created_ms, "slot", jail_slot(s->jail),
+                            "bornGeneration", (int)s->born_gen, "settings",
                             s->settings ? s->settings : json_object());
     char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
     json_decref(rec);
@@ -85,8 +85,8 @@ static json_t *load_one(const char *id)
     if (!json_is_object(rec) || !json_is_string(sid) || strcmp(json_string_value(sid), id) ||
         !json_is_object(json_object_get(rec, "settings")) ||
         json_integer_value(json_object_get(rec, "version")) != STORE_VERSION) {
-        log_error("sandbox %s: %s is unreadable; the sandbox is not restored (its files stay)",
-                  id, path);
+        log_error("sandbox %s: %s is unreadable; the sandbox is not restored (its files stay)", id,
+                  path);
         json_decref(rec);
         return NULL;
     }

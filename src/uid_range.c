@@ -122,8 +122,8 @@ static int save(const char *registry, const struct range *rs, size_t n, const ch
     for (size_t i = 0; i < n; i++)
         len += (size_t)snprintf(text + len, cap - len, "%" PRIu64 " %" PRIu64 " %s\n", rs[i].base,
                                 rs[i].count, rs[i].dir);
-    len += (size_t)snprintf(text + len, cap - len, "%" PRIu64 " %" PRIu64 " %s\n", base, count,
-                            self);
+    len +=
+        (size_t)snprintf(text + len, cap - len, "%" PRIu64 " %" PRIu64 " %s\n", base, count, self);
     char dir[PATH_MAX], mark[64];
     snprintf(dir, sizeof dir, "%s", registry);
     char *slash = strrchr(dir, '/');
