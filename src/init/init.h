@@ -36,6 +36,7 @@ struct init_cfg {
     uint64_t ws_bytes;              /* rootless: /workspace is a tmpfs this big, not a bind */
     int mem_usage_fd, mem_limit_fd; /* the sandbox's memory cgroup usage and limit files,
                                       opened by the outer (or -1): see init_serve.c */
+    int mem_stat_fd;                /* its memory.stat: file pages are reclaimable (or -1) */
     uint64_t spawn_reserve;         /* fork only with this much of that memory free (0: any) */
     /* --make-runtimes mode (init_runtimes.c) */
     const char *make_runtimes; /* the dir to copy (NULL: normal mode) */

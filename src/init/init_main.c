@@ -84,7 +84,7 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->runtimes_fd = -1;
-    cfg->mem_usage_fd = cfg->mem_limit_fd = -1;
+    cfg->mem_usage_fd = cfg->mem_limit_fd = cfg->mem_stat_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t x, y;
@@ -246,6 +246,7 @@ static void open_memory_files(struct init_cfg *cfg)
             if (l >= 0) {
                 cfg->mem_usage_fd = u;
                 cfg->mem_limit_fd = l;
+                cfg->mem_stat_fd = openat(dir, "memory.stat", O_RDONLY | O_CLOEXEC);
             } else if (u >= 0) {
                 close(u);
             }
@@ -417,6 +418,8 @@ static void outer_after_clone(struct init_cfg *cfg, pid_t pid)
     if (cfg->mem_usage_fd >= 0) {
         close(cfg->mem_usage_fd); /* the inner's, likewise */
         close(cfg->mem_limit_fd);
+        if (cfg->mem_stat_fd >= 0)
+            close(cfg->mem_stat_fd);
     }
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
