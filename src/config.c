@@ -62,7 +62,7 @@ static const struct opt OPTS[] = {
     { "cpus", "SANDBOXD_CPUS", DBL(cpus), "1.0", 0, 0,
       "Default CPU quota of a sandbox, in CPUs (0.01 to 1024)." },
     { "disk-mb", "SANDBOXD_DISK_MB", U64(disk_mb), "1024", 1, 1 << 24,
-      "Default size of a sandbox's /workspace, MiB (a tmpfs, i.e. RAM, charged to the sandbox's memory when root)." },
+      "Default size of a sandbox's /workspace, MiB (when root an ext4 file system in a sparse image in the state dir, on disk, kept across restarts; rootless a tmpfs, i.e. RAM)." },
     { "tmp-mb", "SANDBOXD_TMP_MB", U64(tmp_mb), "256", 1, 1 << 24,
       "Size of a sandbox's private /tmp and /dev/shm, MiB each." },
     { "exec-timeout-ms", "SANDBOXD_EXEC_TIMEOUT_MS", U64(exec_timeout_ms), "60000", 0, 86400000,
@@ -106,7 +106,8 @@ static const struct opt OPTS[] = {
     { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
     /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
-     * host; the workspace, /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox). */
+     * host; /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox; the workspace is
+     * on disk when root, docs/lifecycle.md). */
     { "max-memory-mb", "SANDBOXD_MAX_MEMORY_MB", U64(max_memory_mb), "8192", 16, 1 << 24,
       "Largest memoryMb a sandbox may ask for; above gets 400. At least --memory-mb." },
     { "max-cpus", "SANDBOXD_MAX_CPUS", DBL(max_cpus), "2.0", 0, 0,
@@ -114,7 +115,7 @@ static const struct opt OPTS[] = {
     { "max-pids", "SANDBOXD_MAX_PIDS", U64(max_pids), "4096", 8, 1 << 22,
       "Largest pids a sandbox may ask for; above gets 400. At least --pids." },
     { "max-disk-mb", "SANDBOXD_MAX_DISK_MB", U64(max_disk_mb), "4096", 1, 1 << 24,
-      "Largest diskMb (size of the /workspace tmpfs, RAM) a sandbox may ask for; above gets 400. At least --disk-mb." },
+      "Largest diskMb (size of the /workspace file system) a sandbox may ask for; above gets 400. At least --disk-mb." },
     { "max-tmp-mb", "SANDBOXD_MAX_TMP_MB", U64(max_tmp_mb), "1024", 1, 1 << 24,
       "Largest tmpMb (/tmp and /dev/shm, RAM) a sandbox may ask for; above gets 400. At least --tmp-mb." },
     { "max-timeout-ms", "SANDBOXD_MAX_TIMEOUT_MS", U64(max_timeout_ms), "86400000", 1, 86400000,
