@@ -20,8 +20,11 @@
 #endif
 #include "init.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <linux/loop.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +89,38 @@ static int make_fs(const struct init_cfg *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Is the image still attached to a loop device (a mount of it still alive somewhere, e.g.
+ * in a mount namespace of a sandbox from before the daemon's restart)? Mounting it a second
+ * time through another device would corrupt it. The device's name into dev, or "". */
+static bool image_attached(char dev[32])
+{
+    char self[PATH_MAX];
+    dev[0] = '\0';
+    if (!realpath("workspace.img", self))
+        return false;
+    DIR *d = opendir("/sys/block");
+    if (!d)
+        return false;
+    struct dirent *de;
+    while (!dev[0] && (de = readdir(d))) {
+        if (strncmp(de->d_name, "loop", 4) != 0 || strlen(de->d_name) > 16)
+            continue;
+        char path[64], back[PATH_MAX + 16];
+        snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file", de->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* not attached */
+        ssize_t n = read(fd, back, sizeof back - 1);
+        close(fd);
+        back[n > 0 ? n : 0] = '\0';
+        back[strcspn(back, "\n")] = '\0';
+        if (strcmp(back, self) == 0)
+            snprintf(dev, 32, "/dev/%s", de->d_name);
+    }
+    closedir(d);
+    return dev[0] != '\0';
+}
+
 /* Attach the image (fd) to a free loop device (its path into dev); its fd, or -errno. */
 static int attach_loop(int img, char dev[32])
 {
@@ -137,6 +172,15 @@ int init_workspace_mount(const struct init_cfg *cfg, char *err, size_t errlen)
         return -errno;
     }
     int rc = 0;
+    char dev[32];
+    if (!cfg->ws_format && image_attached(dev)) {
+        snprintf(err, errlen,
+                 "init: the workspace image is still attached to %s (a mount of it from "
+                 "before the restart is alive); not mounting it twice",
+                 dev);
+        close(img);
+        return -EBUSY;
+    }
     if (cfg->ws_format) {
         if (ftruncate(img, (off_t)cfg->ws_image_bytes) < 0) {
             snprintf(err, errlen, "init: cannot size the workspace image: %s", strerror(errno));
@@ -145,7 +189,6 @@ int init_workspace_mount(const struct init_cfg *cfg, char *err, size_t errlen)
             rc = make_fs(cfg, err, errlen);
         }
     }
-    char dev[32];
     int loop = rc ? rc : attach_loop(img, dev);
     close(img); /* the loop device holds it now */
     if (loop < 0) {

@@ -200,3 +200,38 @@ def test_two_daemons_never_share_host_uids():
         for d in (a, b):
             assert d.stop() == 0
             d.cleanup()
+
+
+def test_an_image_still_mounted_elsewhere_is_not_mounted_twice():
+    """A workspace image that is still attached to a loop device (a mount of it alive in
+    some namespace) is not restored: two mounts of one ext4 would corrupt it. Once it is
+    free, the next start restores it with its files."""
+    if not ROOT:
+        return   # rootless workspaces are tmpfs
+    top = tempfile.mkdtemp(prefix="sbx-e2e-dur-")
+    d1 = Daemon(state=top)
+    Sandbox(d1, "twice").sh("echo mine > /workspace/f")
+    assert d1.stop() == 0
+    img = os.path.join(top, "state", "sandboxes", "twice", "workspace.img")
+    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    mnt = tempfile.mkdtemp(prefix="sbx-e2e-dur-mnt-")
+    try:
+        subprocess.run(["mount", dev, mnt], check=True)
+        d2 = Daemon(state=top)
+        try:
+            assert d2.json("GET", "/v1/sandboxes/twice")[0] == 404
+            assert b"still attached to %s" % dev.encode() in d2.logs(), d2.logs()[-2000:]
+        finally:
+            assert d2.stop() == 0
+    finally:
+        subprocess.run(["umount", mnt], check=False)
+        subprocess.run(["losetup", "-d", dev], check=False)
+        os.rmdir(mnt)
+    d3 = Daemon(state=top)
+    try:
+        assert Sandbox(d3, "twice").sh("cat /workspace/f") == "mine\n"
+    finally:
+        assert d3.stop() == 0
+        d3.own_state = True
+        d3.cleanup()

@@ -148,6 +148,7 @@ def test_restart_after_a_crash_keeps_the_sandbox_and_ends_its_processes():
             assert open("/proc/mounts").read().count(" %s " % ws) == 1
     finally:
         assert d2.stop() == 0
+        d.cleanup()
 
 
 def test_cpu_quota_is_enforced(daemon):
