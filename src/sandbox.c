@@ -278,6 +278,10 @@ int sbx_create_with(const struct sbx_spec *sp, sbx_created_cb cb, void *arg, cha
 {
     const char *id = sp->id;
     const struct sbx_limits *lim = sp->lim;
+    if (stopping) {
+        snprintf(err, errlen, "the daemon is shutting down");
+        return -ESHUTDOWN;
+    }
     if (sbx_find(id) || creation_find(id))
         return -EEXIST;
     if (count + ncreating >= cfg->max_sandboxes) {

@@ -77,6 +77,7 @@ typedef void (*sbx_created_cb)(sandbox *s, const char *id, int rc, const char *e
 
 /* Create and register. Returns 0 when under way: cb is called once, later. Returns at once
  * -EEXIST when the id is taken (live or being created), -EMFILE past --max-sandboxes,
+ * -ESHUTDOWN once sbx_stop_all has begun,
  * other -errno from the jail with err set; then cb is never called. env is borrowed
  * (copied). */
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
