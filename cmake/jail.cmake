@@ -43,7 +43,8 @@ add_executable(sandboxd-init
   ${JAIL_ROOT}/src/init/init_main.c
   ${JAIL_ROOT}/src/init/init_root.c
   ${JAIL_ROOT}/src/init/init_runtimes.c
-  ${JAIL_ROOT}/src/init/init_serve.c)
+  ${JAIL_ROOT}/src/init/init_serve.c
+  ${JAIL_ROOT}/src/init/init_workspace.c)
 target_compile_options(sandboxd-init PRIVATE ${SBX_WARNINGS})
 target_link_libraries(sandboxd-init PRIVATE jailenter)
 set_target_properties(sandboxd-init PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

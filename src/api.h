@@ -40,6 +40,14 @@ struct sandbox;
  * that needs the sandbox (all but GETs of what the daemon holds: processes, logs,
  * contexts) resumes it (lifecycle.h) and counts as its activity. */
 struct sandbox *api_sandbox_lookup(http_req *req, const route_params *p);
+/* When id (made with prefix: "ctx-", "proc-", "exe-") was one of s's before the daemon
+ * restarted, answer 404 code saying so and return true; else false (nothing answered). */
+bool api_ended_by_restart(http_req *req, const struct sandbox *s, const char *code,
+                          const char *what, const char *prefix, const char *id);
+/* Start bringing back every sandbox stored in the state dir (sandbox_store.h), through
+ * the same settings parser as a create; *pending counts the restorations under way and
+ * drops to 0 as each ends (each is logged). Returns how many were started. */
+unsigned api_sandbox_restore_all(struct app *app, unsigned *pending);
 
 typedef void (*api_handler)(struct app *app, http_req *req, const route_params *p);
 

@@ -68,7 +68,7 @@ static struct context *lookup(http_req *req, const route_params *p)
         return NULL;
     const char *cid = route_param(p, "cid");
     struct context *c = ctx_find(sb, cid);
-    if (!c)
+    if (!c && !api_ended_by_restart(req, sb, "CONTEXT_NOT_FOUND", "context", "ctx-", cid))
         http_respond_error(req, 404, "CONTEXT_NOT_FOUND",
                            "context '%.64s' does not exist in "
                            "sandbox '%s'",

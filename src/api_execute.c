@@ -330,8 +330,9 @@ static struct context *pick_context(struct app *app, http_req *req, sandbox *sb,
     if (x->cid) {
         c = ctx_find(sb, x->cid);
         if (!c) {
-            http_respond_error(req, 404, "CONTEXT_NOT_FOUND",
-                               "context '%s' does not exist in sandbox '%s'", x->cid, sb->id);
+            if (!api_ended_by_restart(req, sb, "CONTEXT_NOT_FOUND", "context", "ctx-", x->cid))
+                http_respond_error(req, 404, "CONTEXT_NOT_FOUND",
+                                   "context '%s' does not exist in sandbox '%s'", x->cid, sb->id);
             json_decref(x->body);
             return NULL;
         }

@@ -466,9 +466,9 @@ static void on_up_abort(http_req *req, void *arg)
     upload_fail(u, -EPIPE);
 }
 
-/* Fail fast when the announced size cannot fit: the workspace's free space and the
- * sandbox's memory headroom (workspace files are held in its memory when it has a
- * cgroup). 0, or the request is answered. */
+/* Fail fast when the announced size cannot fit: the workspace's free space and, for a
+ * tmpfs workspace (rootless: its files are held in the sandbox's memory), the sandbox's
+ * memory headroom. 0, or the request is answered. */
 static int upload_precheck(http_req *req, sandbox *sb, int root, uint64_t announced,
                            const char *shown)
 {
@@ -485,7 +485,8 @@ static int upload_precheck(http_req *req, sandbox *sb, int root, uint64_t announ
         }
     }
     uint64_t room;
-    if (jail_memory_headroom(sb->jail, &room) == 0 && announced > room) {
+    if (jail_workspace_in_memory(sb->jail) && jail_memory_headroom(sb->jail, &room) == 0 &&
+        announced > room) {
         http_respond_error(req, 507, "MEMORY_LIMIT",
                            "cannot write '%s': the file of %llu bytes does not fit in the "
                            "sandbox's memory, %llu bytes are left of its limit (memoryMb %llu); "

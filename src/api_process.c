@@ -26,7 +26,7 @@ static proc *lookup(http_req *req, const route_params *rp, sandbox **sbo)
         return NULL;
     const char *id = route_param(rp, "pid");
     proc *p = proc_find(sb, id);
-    if (!p)
+    if (!p && !api_ended_by_restart(req, sb, "PROCESS_NOT_FOUND", "process", "proc-", id))
         http_respond_error(req, 404, "PROCESS_NOT_FOUND", "no process '%.64s' in sandbox '%s'",
                            id ? id : "", sb->id);
     if (sbo)

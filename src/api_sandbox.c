@@ -17,6 +17,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sandbox_store.h"
 #include "stamp.h"
 
 /* The creation this request started (or joined) ended. */
@@ -57,26 +58,6 @@ static void on_joined(sandbox *s, const char *id, int rc, const char *err, void 
     free(w);
 }
 
-/* The settings of a create body: 0, or -1 with err naming the bad field. */
-static int parse_settings(struct app *app, const json_t *body, struct sbx_limits *lim,
-                          struct sbx_lifecycle *life, bool *host, const json_t **env, char *err,
-                          size_t errlen)
-{
-    const char *network = "none";
-    if (sbx_parse_limits(json_object_get(body, "limits"), lim, err, errlen) ||
-        sbx_parse_lifecycle(json_object_get(body, "lifecycle"), life, err, errlen) ||
-        jx_string(body, "network", false, 16, &network, err, errlen) ||
-        jx_env_map(body, "env", app->cfg->max_env_vars, env, err, errlen))
-        return -1;
-    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
-        snprintf(err, errlen, "field 'network' must be \"none\" or \"host\", got \"%.16s\"",
-                 network);
-        return -1;
-    }
-    *host = strcmp(network, "host") == 0;
-    return 0;
-}
-
 /* Get-or-create of an id that exists or is being created: answered (1), or 0 when it is
  * neither. Takes body (released) when it answers. */
 static int get_existing(http_req *req, const char *id, json_t *body)
@@ -112,6 +93,47 @@ static int get_existing(http_req *req, const char *id, json_t *body)
     return 1;
 }
 
+/* What a create body (or a stored sandbox's settings) asks for. */
+struct settings {
+    struct sbx_limits lim;
+    struct sbx_lifecycle life;
+    bool network_host;
+    const json_t *env; /* borrowed from the body */
+    json_t *normal;    /* the body with every limit filled in: what is stored (owned) */
+};
+
+/* Parse and check a create body; 0, or -1 with err naming the field. The normalised
+ * copy keeps every other field of the body as it came, so that whatever the create
+ * accepts comes back the same way after a restart (sandbox_store.h). */
+static int parse_settings(struct app *app, const json_t *body, struct settings *st, char *err,
+                          size_t errlen)
+{
+    const char *network = "none";
+    st->env = NULL;
+    st->normal = NULL;
+    if (sbx_parse_limits(json_object_get(body, "limits"), &st->lim, err, errlen) ||
+        sbx_parse_lifecycle(json_object_get(body, "lifecycle"), &st->life, err, errlen) ||
+        jx_string(body, "network", false, 16, &network, err, errlen) ||
+        jx_env_map(body, "env", app->cfg->max_env_vars, &st->env, err, errlen))
+        return -1;
+    if (strcmp(network, "none") != 0 && strcmp(network, "host") != 0) {
+        snprintf(err, errlen, "field 'network' must be \"none\" or \"host\", got \"%.16s\"",
+                 network);
+        return -1;
+    }
+    st->network_host = strcmp(network, "host") == 0;
+    st->normal = json_is_object(body) ? json_deep_copy(body) : json_object();
+    const struct sbx_limits *l = &st->lim;
+    json_object_set_new(st->normal, "limits",
+                        json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "memoryMb",
+                                  (json_int_t)l->memory_mb, "pids", (json_int_t)l->pids, "cpus",
+                                  l->cpus, "diskMb", (json_int_t)l->disk_mb, "tmpMb",
+                                  (json_int_t)l->tmp_mb, "timeoutMs", (json_int_t)l->timeout_ms));
+    json_object_set_new(st->normal, "network", json_string(network));
+    json_object_set_new(st->normal, "lifecycle", sbx_lifecycle_json(&st->life));
+    return 0;
+}
+
 /* Parse a create body and create; answers the request in every case (at once, or when
  * the sandbox is ready). */
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
@@ -120,19 +142,25 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
     json_t *body = api_body_known(req, true, API_FIELDS_SANDBOX);
     if (!body)
         return;
-    struct sbx_limits lim;
-    struct sbx_lifecycle life;
-    bool host = false;
-    const json_t *env = NULL;
-    if (parse_settings(app, body, &lim, &life, &host, &env, err, sizeof err)) {
+    struct settings st;
+    if (parse_settings(app, body, &st, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
-    if (get_or_create && get_existing(req, id, body))
+    if (get_or_create && get_existing(req, id, body)) {
+        json_decref(st.normal);
         return;
+    }
     err[0] = '\0';
-    int rc = sbx_create(id, &lim, host, env, &life, on_created, req, err, sizeof err);
+    const struct sbx_spec spec = { .id = id,
+                                   .lim = &st.lim,
+                                   .network_host = st.network_host,
+                                   .env = st.env,
+                                   .life = &st.life,
+                                   .settings = st.normal };
+    int rc = sbx_create_with(&spec, on_created, req, err, sizeof err);
+    json_decref(st.normal);
     json_decref(body);
     if (rc == 0)
         return; /* answered by on_created */
@@ -287,4 +315,73 @@ void api_sandbox_resume(struct app *app, http_req *req, const route_params *p)
         http_respond_error(req, 500, "INTERNAL_ERROR", "cannot resume sandbox '%s'", s->id);
     else
         api_respond_json(req, 200, sbx_to_json(s));
+}
+
+/* ---- restarts ---- */
+
+bool api_ended_by_restart(http_req *req, const sandbox *s, const char *code, const char *what,
+                          const char *prefix, const char *id)
+{
+    if (!store_ended_by_restart(s, id, prefix))
+        return false;
+    http_respond_error(req, 404, code,
+                       "%s '%.64s' of sandbox '%s' ended when the daemon restarted (contexts, "
+                       "runs and processes do not survive a restart; the sandbox and its files "
+                       "do)",
+                       what, id, s->id);
+    return true;
+}
+
+static void on_restored(sandbox *s, const char *id, int rc, const char *err, void *arg)
+{
+    unsigned *pending = arg;
+    (*pending)--;
+    if (rc)
+        log_error("sandbox %s: not restored: %s (its files stay in the state dir)", id,
+                  err && err[0] ? err : strerror(-rc));
+    else
+        log_info("sandbox %s restored (%s)", id, s->id);
+}
+
+struct restore_all {
+    struct app *app;
+    unsigned *pending;
+    unsigned started;
+};
+
+static void restore_one(const char *id, const json_t *rec, void *arg)
+{
+    struct restore_all *r = arg;
+    char err[JX_ERR];
+    struct settings st;
+    if (parse_settings(r->app, json_object_get(rec, "settings"), &st, err, sizeof err)) {
+        log_error("sandbox %s: not restored: its stored settings are refused now: %s (its files "
+                  "stay in the state dir)",
+                  id, err);
+        return;
+    }
+    err[0] = '\0';
+    const struct sbx_spec spec = { .id = id,
+                                   .lim = &st.lim,
+                                   .network_host = st.network_host,
+                                   .env = st.env,
+                                   .life = &st.life,
+                                   .settings = st.normal,
+                                   .restored = rec };
+    int rc = sbx_create_with(&spec, on_restored, r->pending, err, sizeof err);
+    json_decref(st.normal);
+    if (rc) {
+        log_error("sandbox %s: not restored: %s (its files stay in the state dir)", id,
+                  err[0] ? err : strerror(-rc));
+        return;
+    }
+    (*r->pending)++;
+    r->started++;
+}
+
+unsigned api_sandbox_restore_all(struct app *app, unsigned *pending)
+{
+    struct restore_all r = { app, pending, 0 };
+    store_load_all(restore_one, &r);
+    return r.started;
 }

@@ -62,7 +62,7 @@ static const struct opt OPTS[] = {
     { "cpus", "SANDBOXD_CPUS", DBL(cpus), "1.0", 0, 0,
       "Default CPU quota of a sandbox, in CPUs (0.01 to 1024)." },
     { "disk-mb", "SANDBOXD_DISK_MB", U64(disk_mb), "1024", 1, 1 << 24,
-      "Default size of a sandbox's /workspace, MiB (a tmpfs, i.e. RAM, charged to the sandbox's memory when root)." },
+      "Default size of a sandbox's /workspace, MiB (when root an ext4 file system in a sparse image in the state dir, on disk, kept across restarts; rootless a tmpfs, i.e. RAM)." },
     { "tmp-mb", "SANDBOXD_TMP_MB", U64(tmp_mb), "256", 1, 1 << 24,
       "Size of a sandbox's private /tmp and /dev/shm, MiB each." },
     { "exec-timeout-ms", "SANDBOXD_EXEC_TIMEOUT_MS", U64(exec_timeout_ms), "60000", 0, 86400000,
@@ -92,7 +92,7 @@ static const struct opt OPTS[] = {
     { "python-preload", "SANDBOXD_PYTHON_PRELOAD", STR(python_preload), "IPython,numpy,pandas,matplotlib", 0, 0,
       "Modules the Python zygote imports once, so every context starts with them loaded." },
     { "host-uid-base", "SANDBOXD_HOST_UID_BASE", U64(host_uid_base), "1000000", 1000, UINT32_MAX - 200000,
-      "When root: sandbox n runs as host uids base+2n and base+2n+1 (never shared between sandboxes)." },
+      "When root: the lowest host uid; the state dir's range (see --uid-registry) starts at or above it, and sandbox n runs as the range's base+2n and base+2n+1 (never shared between sandboxes)." },
     { "max-file-bytes", "SANDBOXD_MAX_FILE_BYTES", U64(max_file_bytes), "4294967296", 1, UINT64_C(1) << 40,
       "Largest file PUT /v1/sandboxes/{id}/files/... accepts (streamed to disk, never held in memory); larger gets 413." },
     { "process-log-bytes", "SANDBOXD_PROCESS_LOG_BYTES", U64(process_log_bytes), "1048576", 4096, UINT64_C(1) << 30,
@@ -106,7 +106,8 @@ static const struct opt OPTS[] = {
     { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
     /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
-     * host; the workspace, /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox). */
+     * host; /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox; the workspace is
+     * on disk when root, docs/lifecycle.md). */
     { "max-memory-mb", "SANDBOXD_MAX_MEMORY_MB", U64(max_memory_mb), "8192", 16, 1 << 24,
       "Largest memoryMb a sandbox may ask for; above gets 400. At least --memory-mb." },
     { "max-cpus", "SANDBOXD_MAX_CPUS", DBL(max_cpus), "2.0", 0, 0,
@@ -114,7 +115,7 @@ static const struct opt OPTS[] = {
     { "max-pids", "SANDBOXD_MAX_PIDS", U64(max_pids), "4096", 8, 1 << 22,
       "Largest pids a sandbox may ask for; above gets 400. At least --pids." },
     { "max-disk-mb", "SANDBOXD_MAX_DISK_MB", U64(max_disk_mb), "4096", 1, 1 << 24,
-      "Largest diskMb (size of the /workspace tmpfs, RAM) a sandbox may ask for; above gets 400. At least --disk-mb." },
+      "Largest diskMb (size of the /workspace file system) a sandbox may ask for; above gets 400. At least --disk-mb." },
     { "max-tmp-mb", "SANDBOXD_MAX_TMP_MB", U64(max_tmp_mb), "1024", 1, 1 << 24,
       "Largest tmpMb (/tmp and /dev/shm, RAM) a sandbox may ask for; above gets 400. At least --tmp-mb." },
     { "max-timeout-ms", "SANDBOXD_MAX_TIMEOUT_MS", U64(max_timeout_ms), "86400000", 1, 86400000,
@@ -136,6 +137,11 @@ static const struct opt OPTS[] = {
       "Default maxAgeMs of a sandbox: it is deleted this long after its creation, busy or not. 0: never." },
     { "sandbox-suspend-timeout-ms", "SANDBOXD_SANDBOX_SUSPEND_TIMEOUT_MS", U64(sandbox_suspend_timeout_ms), "5000", 10, 600000,
       "Time every process of a sandbox has to freeze when it is suspended; then it is resumed and the suspend fails (500)." },
+    /* Durability and shutdown (docs/lifecycle.md): sandboxes outlive the daemon. */
+    { "shutdown-grace-ms", "SANDBOXD_SHUTDOWN_GRACE_MS", U64(shutdown_grace_ms), "5000", 100, 600000,
+      "On SIGTERM/SIGINT: the daemon stops accepting, ends every run, command and stream (ContextDied: the daemon is shutting down), keeps every sandbox on disk and exits within this time (past it, at once with status 1)." },
+    { "uid-registry", "SANDBOXD_UID_REGISTRY", STR(uid_registry), "/var/lib/sandboxd-uid-ranges", 0, 0,
+      "When root: the machine-wide file (locked with flock) in which each state dir reserves its range of host uids (2 x --max-sandboxes from --host-uid-base up), so that daemons with different state dirs never share a uid; a range is freed when its state dir is gone." },
 };
 /* clang-format on */
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])

@@ -75,6 +75,9 @@ struct config {
     char sandbox_on_idle_name[16]; /* "suspend" or "delete" */
     uint64_t sandbox_max_age_ms;
     uint64_t sandbox_suspend_timeout_ms;
+    /* durability and shutdown (docs/lifecycle.md) */
+    uint64_t shutdown_grace_ms;
+    char uid_registry[512];
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

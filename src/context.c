@@ -256,7 +256,7 @@ void ctx_delete(struct context *c, const char *why)
 static void on_sandbox_destroy(sandbox *sb)
 {
     while (*ctx_list(sb))
-        ctx_delete(*ctx_list(sb), "the sandbox was deleted");
+        ctx_delete(*ctx_list(sb), sbx_end_why());
 }
 
 void ctx_init(uv_loop_t *loop, const struct config *cfg)

@@ -371,12 +371,21 @@ static void listener_closed(uv_handle_t *h)
     server_maybe_done(s);
 }
 
+void http_server_stop_accepting(http_server *s)
+{
+    if (s->listener_closing)
+        return;
+    s->listener_closing = true;
+    uv_close((uv_handle_t *)&s->tcp, listener_closed);
+}
+
 void http_server_stop(http_server *s, void (*done)(void *), void *arg)
 {
     s->stopping = true;
     s->stop_done = done;
     s->stop_arg = arg;
-    uv_close((uv_handle_t *)&s->tcp, listener_closed);
+    http_server_stop_accepting(s);
     while (s->conns)
         http_conn_close(s->conns);
+    server_maybe_done(s); /* the listener may be closed already; s may be freed here */
 }

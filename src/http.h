@@ -119,6 +119,8 @@ int http_server_start(http_server **out, uv_loop_t *loop, const char *host, int 
 /* Stop accepting, abort in-flight requests, close every connection; done runs when all
  * handles are closed. */
 void http_server_stop(http_server *s, void (*done)(void *arg), void *arg);
+/* Close the listening socket only: connections open now go on (a shutdown's first step). */
+void http_server_stop_accepting(http_server *s);
 /* Install the body hook (arg is the dispatch arg). Without one, every body is buffered. */
 void http_server_set_body_hook(http_server *s, http_body_hook_fn fn);
 int http_server_port(const http_server *s); /* the bound port (useful with port 0) */

@@ -65,6 +65,7 @@ struct http_server {
     struct http_conn *conns; /* doubly linked list of open connections */
     bool stopping;
     bool listener_closed;
+    bool listener_closing; /* uv_close called on it (http_server_stop_accepting) */
     void (*stop_done)(void *);
     void *stop_arg;
     int port;

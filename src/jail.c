@@ -325,6 +325,16 @@ const char *jail_workspace(const jail *j)
     return j->ws_fd >= 0 ? j->ws_fdpath : j->ws;
 }
 
+int jail_slot(const jail *j)
+{
+    return (int)j->slot;
+}
+
+bool jail_workspace_in_memory(const jail *j)
+{
+    return !j->ws_image;
+}
+
 uid_t jail_host_uid(const jail *j)
 {
     /* same formula as jail_create: slot n → base+2n (its root), base+2n+1 (its user) */
@@ -484,6 +494,24 @@ int jail_for_each_owned(void (*fn)(pid_t host_pid, void *arg), void *arg)
 
 /* ---- global ------------------------------------------------------------------------- */
 
+/* Unmount a workspace a killed daemon left mounted. Its processes are dead by now
+ * (cg_cleanup_stale), so a plain unmount succeeds unless something still holds it: then
+ * a few tries, and a lazy detach at last (a kept image must never be mounted twice). */
+static void unmount_stale(const char *ws)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        if (umount2(ws, UMOUNT_NOFOLLOW) == 0)
+            continue; /* another layer may sit below */
+        if (errno != EBUSY)
+            return;
+        usleep(10000);
+    }
+    while (umount2(ws, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        ;
+}
+
+/* What a previous daemon left: every sandbox dir is removed, but those holding keep_file
+ * (durable sandboxes, restored later), which are only unmounted. */
 static void cleanup_stale_dirs(void)
 {
     DIR *d = opendir(jail__g.sbx_dir);
@@ -493,12 +521,15 @@ static void cleanup_stale_dirs(void)
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.')
             continue;
-        char p[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
+        char p[JAIL_PATH_MAX], ws[JAIL_PATH_MAX], keep[JAIL_PATH_MAX];
         if (jail__path_join(p, sizeof p, jail__g.sbx_dir, de->d_name) ||
             jail__path_join(ws, sizeof ws, p, "workspace"))
             continue;
-        while (umount2(ws, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-            ;
+        unmount_stale(ws);
+        struct stat st;
+        if (jail__g.keep_file[0] && jail__path_join(keep, sizeof keep, p, jail__g.keep_file) == 0 &&
+            lstat(keep, &st) == 0 && S_ISREG(st.st_mode))
+            continue;
         (void)jail__rm_tree(p);
     }
     closedir(d);
@@ -541,6 +572,8 @@ static int global_settings(const struct jail_global *g)
     jail__g.reply_timeout_ms = g->reply_timeout_ms ? g->reply_timeout_ms : DEFAULT_REPLY_TIMEOUT_MS;
     jail__g.max_pending = g->max_pending ? g->max_pending : DEFAULT_MAX_PENDING;
     jail__g.spawn_reserve = g->spawn_reserve;
+    if (g->keep_file)
+        snprintf(jail__g.keep_file, sizeof jail__g.keep_file, "%s", g->keep_file);
     jail__g.max = g->max_sandboxes ? g->max_sandboxes : 64;
     jail__g.slots = calloc(jail__g.max, 1);
     return jail__g.slots ? 0 : -ENOMEM;
@@ -641,7 +674,7 @@ void jail_global_shutdown(void)
     if (!jail__g.inited)
         return;
     for (jail *j = jail__g.jails; j; j = j->next)
-        jail_destroy(j, NULL, NULL);
+        jail_release(j, NULL, NULL); /* their files stay for the next daemon */
     int64_t deadline = jail__now_ms() + 5000;
     while (jail__g.jails && jail__now_ms() < deadline)
         uv_run(jail__g.loop, UV_RUN_ONCE);

@@ -4,9 +4,10 @@
  *
  * A jail is one sandbox's isolation: user, pid, mount, net, ipc, uts and cgroup
  * namespaces, a tmpfs root with read-only system binds, a writable, size-capped /workspace
- * tmpfs (mounted by the daemon when root, by the sandbox's init in its user namespace
- * otherwise), size-capped /tmp and /dev/shm, a pid-1 reaper, and a cgroup carrying its
- * limits. Every process spawned into it runs as the sandbox's unprivileged user with
+ * (when root: an ext4 file system in a sparse image file, STATE_DIR/sandboxes/<id>/
+ * workspace.img, on a loop device, which survives the daemon; without root: a tmpfs the
+ * sandbox's init mounts in its user namespace), size-capped /tmp and /dev/shm, a pid-1
+ * reaper, and a cgroup carrying its limits. Every process spawned into it runs as the sandbox's unprivileged user with
  * no capabilities, no_new_privs, the seccomp filter, a new session (no controlling tty)
  * and exactly the environment the caller gives (nothing of the daemon's leaks in).
  *
@@ -65,10 +66,13 @@ struct jail_global {
     unsigned max_pending;      /* requests per sandbox waiting for init (0: 64) */
     uint64_t spawn_reserve;    /* init forks only with this many bytes of the sandbox's memory
                                   free, else the spawn fails with -ENOMEM (0: no check) */
+    const char *keep_file;     /* a sandbox dir holding a file of this name is kept at start
+                                  (its workspace unmounted), to be restored; NULL: none */
 };
 
 /* Probe features, create the daemon's parent cgroups, and remove whatever a previous
- * daemon that crashed left behind (processes, mounts, cgroups, sandbox dirs). */
+ * daemon that crashed left behind (processes, mounts, cgroups, sandbox dirs but those
+ * holding keep_file, whose workspaces are only unmounted). */
 int jail_global_init(uv_loop_t *loop, const struct jail_global *g, char *err, size_t errlen);
 const struct jail_features *jail_features(void);
 /* Ends every sandbox still alive (used at daemon exit) and releases global state. */
@@ -86,6 +90,10 @@ struct jail_opts {
     const char *id;    /* sandbox id, already validated by the caller */
     bool network_host; /* share the host network namespace (explicit opt-in) */
     struct jail_limits limits;
+    bool restore; /* the sandbox's dir and workspace exist (kept across a daemon restart):
+                     use them as they are */
+    int slot;     /* restore: the slot (so the host uids) it had, see jail_slot; ignored
+                     otherwise */
 };
 
 typedef struct jail jail; /* opaque */
@@ -111,8 +119,19 @@ int jail_create(uv_loop_t *loop, const struct jail_opts *o, jail_ready_cb on_rea
  * callback with -ECANCELED, before done. */
 void jail_destroy(jail *j, void (*done)(void *arg), void *arg);
 
-/* A path of the sandbox's /workspace for the files API: its host directory (a tmpfs when
- * root), or without root /proc/self/fd/N of the tmpfs the sandbox's init made. Open it
+/* As jail_destroy, but the sandbox's directory and workspace stay on disk for a later
+ * jail_create with restore (daemon shutdown). */
+void jail_release(jail *j, void (*done)(void *arg), void *arg);
+
+/* The sandbox's slot: its host uids are a function of it (jail_host_uid). */
+int jail_slot(const jail *j);
+
+/* True when the workspace is a tmpfs (its files are held in the sandbox's memory and do
+ * not survive the daemon): the rootless mode. */
+bool jail_workspace_in_memory(const jail *j);
+
+/* A path of the sandbox's /workspace for the files API: its host directory (the mounted
+ * image when root), or without root /proc/self/fd/N of the tmpfs the sandbox's init made. Open it
  * once (O_PATH) and resolve below that fd; it is not a place to build paths under. */
 const char *jail_workspace(const jail *j);
 /* The host uid and gid that the sandbox's user (uid/gid 1000 inside) maps to: files the

@@ -33,8 +33,15 @@
 
 #define JAIL_RUNTIMES_FD 4 /* the init's fd for the private runtimes mount */
 
-static int slot_alloc(void)
+/* A free slot, or with want >= 0 that one (a restored sandbox keeps its host uids). */
+static int slot_alloc(int want)
 {
+    if (want >= 0) {
+        if ((unsigned)want >= jail__g.max || jail__g.slots[want])
+            return -EADDRINUSE;
+        jail__g.slots[want] = 1;
+        return want;
+    }
     for (unsigned i = 0; i < jail__g.max; i++) {
         if (!jail__g.slots[i]) {
             jail__g.slots[i] = 1;
@@ -53,7 +60,12 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
         jail__set_err(err, errlen, "invalid sandbox id");
         return -EINVAL;
     }
-    int slot = slot_alloc();
+    int slot = slot_alloc(o->restore ? o->slot : -1);
+    if (slot == -EADDRINUSE) {
+        jail__set_err(err, errlen, "slot %d (its host uids) is taken or past --max-sandboxes %u",
+                      o->slot, jail__g.max);
+        return slot;
+    }
     if (slot < 0) {
         jail__set_err(err, errlen, "all %u sandbox slots are in use", jail__g.max);
         return slot;
@@ -71,6 +83,7 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
     j->want_ws_fd = !jail__g.feat.root && o->limits.disk_bytes;
     j->inner_pidfd = -1;
     j->network_host = o->network_host;
+    j->restore = j->keep = o->restore; /* a failed restore removes nothing */
     j->reply_timeout_ms = jail__g.reply_timeout_ms;
     j->max_pending = jail__g.max_pending;
     memcpy(j->id, o->id, idlen + 1);
@@ -82,8 +95,11 @@ static int create_alloc(uv_loop_t *loop, const struct jail_opts *o, jail **out, 
     return 0;
 }
 
-/* Step 2: the sandbox's directory and its workspace (a size-capped tmpfs when root),
- * owned by the sandbox's user. */
+/* Step 2: the sandbox's directory and its workspace dir, owned by the sandbox's user.
+ * When root with a disk limit, the workspace is an ext4 file system in
+ * dir/workspace.img that the sandbox's init makes (a new sandbox) and mounts on the
+ * workspace dir under the sandbox's own limits (init_workspace.c); the daemon only
+ * unmounts it. A restored sandbox finds both as they were. */
 static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err, size_t errlen)
 {
     char dir[JAIL_PATH_MAX];
@@ -93,24 +109,25 @@ static int create_dirs(jail *j, const struct jail_opts *o, uid_t uuid, char *err
         return -ENAMETOOLONG;
     }
     /* An existing dir means a live sandbox with this id: fail without touching it. */
-    if (mkdir(dir, 0711) < 0) {
+    if (mkdir(dir, 0711) < 0 && !(o->restore && errno == EEXIST)) {
         jail__set_err(err, errlen, "could not create %s: %s", dir, strerror(errno));
         return -errno;
     }
     memcpy(j->dir, dir, sizeof dir); /* from here on, teardown removes it */
-    if (mkdir(j->ws, 0700) < 0) {
+    if (mkdir(j->ws, 0700) < 0 && !(o->restore && errno == EEXIST)) {
         jail__set_err(err, errlen, "could not create %s: %s", j->ws, strerror(errno));
         return -errno;
     }
     if (jail__g.feat.root && o->limits.disk_bytes) {
-        char data[128];
-        snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u",
-                 o->limits.disk_bytes, (unsigned)uuid, (unsigned)uuid);
-        if (mount("sandboxd-ws", j->ws, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) {
-            jail__set_err(err, errlen, "could not mount the workspace tmpfs: %s", strerror(errno));
-            return -errno;
+        char img[JAIL_PATH_MAX];
+        struct stat st;
+        if (o->restore &&
+            (jail__path_join(img, sizeof img, dir, "workspace.img") || stat(img, &st) < 0)) {
+            jail__set_err(err, errlen, "the workspace image of sandbox %s is missing", o->id);
+            return -ENOENT;
         }
-        j->ws_tmpfs = true;
+        j->ws_image = true;
+        j->ws_tmpfs = true; /* mounted on j->ws by the init: teardown unmounts it */
     }
     if (jail__g.feat.root && chown(j->ws, uuid, uuid) < 0) {
         jail__set_err(err, errlen, "could not chown the workspace: %s", strerror(errno));
@@ -150,12 +167,13 @@ static int create_cgroup(jail *j, const struct jail_opts *o, char *err, size_t e
 /* The init's command line and environment, with the buffers they point into (on the
  * creating caller's stack: about 40 KiB, used once). */
 struct init_args {
-    char *argv[16];
+    char *argv[18];
     int n;
-    char *envp[17];
+    char *envp[19];
     char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16], a_res[48];
+    char a_img[48];
     char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
-    char envbuf[16][4 * CG_PATH_MAX + 32];
+    char envbuf[18][4 * CG_PATH_MAX + 32];
 };
 
 /* Step 4a: the control socket. Ours is non-blocking (watched with uv_poll, never waited
@@ -180,6 +198,7 @@ static void init_args_build(const jail *j, const struct jail_opts *o, uid_t ruid
                             struct init_args *a)
 {
     static char a_rootless[] = "--rootless", a_nethost[] = "--net=host";
+    static char a_format[] = "--ws-format";
     int n = 0;
     a->argv[n++] = jail__g.init_path;
     if (jail__g.feat.root) {
@@ -205,6 +224,13 @@ static void init_args_build(const jail *j, const struct jail_opts *o, uid_t ruid
         a->argv[n++] = a_nethost;
     snprintf(a->a_tmp, sizeof a->a_tmp, "--tmp=%" PRIu64, o->limits.tmp_bytes);
     a->argv[n++] = a->a_tmp;
+    if (j->ws_image) {
+        /* Root: the init makes (--ws-format) and mounts the workspace image. */
+        snprintf(a->a_img, sizeof a->a_img, "--ws-image=%" PRIu64, o->limits.disk_bytes);
+        a->argv[n++] = a->a_img;
+        if (!o->restore)
+            a->argv[n++] = a_format;
+    }
     if (!jail__g.feat.root && o->limits.disk_bytes) {
         /* No root: the init mounts the workspace tmpfs in its own user namespace (a bind
          * of our host dir would show its path in mountinfo) and sends us its fd. */
@@ -228,7 +254,7 @@ static void init_args_build(const jail *j, const struct jail_opts *o, uid_t ruid
 static void init_args_to_env(struct init_args *a)
 {
     int ne = 0;
-    for (int i = 1; i < a->n && ne < 16; i++, ne++) {
+    for (int i = 1; i < a->n && ne < 18; i++, ne++) {
         snprintf(a->envbuf[ne], sizeof a->envbuf[ne], "SANDBOXD_INIT_ARG=%s", a->argv[i]);
         a->envp[ne] = a->envbuf[ne];
     }
@@ -260,7 +286,7 @@ static int create_start_init(jail *j, const struct jail_opts *o, uid_t ruid, uid
         .file = jail__g.init_path,
         .args = a.argv,
         .env = a.envp,
-        .cwd = j->ws,
+        .cwd = j->ws_image ? j->dir : j->ws, /* image: the init mounts it, then enters it */
         .stdio_count = jail__g.runtimes_mnt >= 0 ? JAIL_RUNTIMES_FD + 1 : 4,
         .stdio = stdio,
     };

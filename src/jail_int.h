@@ -40,6 +40,7 @@ struct jail_globals {
     unsigned start_timeout_ms, reply_timeout_ms, max_pending;
     uint64_t spawn_reserve;
     unsigned char *slots; /* max bytes: 1 = slot in use (its uid range taken) */
+    char keep_file[64];   /* see struct jail_global */
     jail *jails;          /* every jail not yet freed */
 };
 extern struct jail_globals jail__g;
@@ -97,6 +98,9 @@ struct jail {
     char dir[JAIL_PATH_MAX], ws[JAIL_PATH_MAX];
     struct cg cg;
     bool has_cg, ws_tmpfs, network_host;
+    bool ws_image;      /* root: the workspace is an ext4 image the init mounts at ws */
+    bool keep;          /* the directory stays on disk (jail_release; a failed restore) */
+    bool restore;       /* made from a kept directory (jail_opts.restore) */
     int ws_fd;          /* non-root: the workspace tmpfs made by the init, or -1 */
     char ws_fdpath[32]; /* /proc/self/fd/<ws_fd> */
     bool want_ws_fd;    /* non-root with a disk limit: READY must bring ws_fd */

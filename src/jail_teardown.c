@@ -194,12 +194,12 @@ void jail__finish(jail *j)
     }
     if (j->has_cg)
         (void)cg_remove(&j->cg);
-    if (j->ws_tmpfs)
-        (void)umount2(j->ws, MNT_DETACH);
+    if (j->ws_tmpfs && (!j->keep || umount2(j->ws, UMOUNT_NOFOLLOW) < 0))
+        (void)umount2(j->ws, MNT_DETACH); /* kept: a plain unmount first, so it is done */
     if (j->ws_fd >= 0)
         close(j->ws_fd); /* the last reference once the sandbox's mounts are gone */
     j->ws_fd = -1;
-    if (j->dir[0])
+    if (j->dir[0] && !j->keep)
         (void)jail__rm_tree(j->dir);
     jail__g.slots[j->slot] = 0;
     if (j->poll_init)
@@ -301,12 +301,13 @@ void jail__teardown_start(jail *j)
     uv_timer_start(&j->timer, jail__on_timer, 0, DESTROY_TICK_MS);
 }
 
-void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
+static void teardown(jail *j, bool keep, void (*done)(void *arg), void *arg)
 {
     if (!j)
         return;
     if (j->destroying)
         return;
+    j->keep = keep;
     j->done = done;
     j->done_arg = arg;
     if (j->creating) {
@@ -315,4 +316,15 @@ void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
         snprintf(j->create_msg, sizeof j->create_msg, "the daemon is shutting down");
     }
     jail__teardown_start(j);
+}
+
+void jail_release(jail *j, void (*done)(void *arg), void *arg)
+{
+    /* a new sandbox whose creation is cut short leaves nothing worth keeping */
+    teardown(j, j && (!j->creating || j->restore), done, arg);
+}
+
+void jail_destroy(jail *j, void (*done)(void *arg), void *arg)
+{
+    teardown(j, false, done, arg);
 }

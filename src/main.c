@@ -1,7 +1,14 @@
 /*
- * main.c — sandboxd's entry point: read the configuration, start the HTTP server on the
- * libuv loop, run until SIGTERM or SIGINT, then close every connection and end every
- * child before exiting 0. A second signal during shutdown exits at once.
+ * main.c — sandboxd's entry point: read the configuration, lock the state dir (before
+ * anything in it is touched: a second daemon on it exits at once, naming the first),
+ * reserve the host uid range, start the modules, bring back the sandboxes stored in the
+ * state dir, start the HTTP server on the libuv loop, run until SIGTERM or SIGINT.
+ *
+ * Shutdown (docs/lifecycle.md): stop accepting; end what runs in every sandbox, so that
+ * every open stream gets its terminal event (ContextDied: the daemon is shutting down)
+ * while its connection is still open; keep every sandbox on disk; then close the
+ * connections and stop the other modules, and exit 0. All of it within
+ * --shutdown-grace-ms: past it, or on a second signal, the daemon exits at once (1).
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,12 +32,17 @@
 #include "process.h"
 #include "reaper.h"
 #include "sandbox.h"
+#include "sandbox_store.h"
+#include "state_lock.h"
+#include "uid_range.h"
 #include "zygote_client.h"
 
 static struct config cfg;
 static struct app app;
 static uv_signal_t sig_term, sig_int;
+static uv_timer_t grace_timer;
 static bool stopping;
+static uint64_t uid_base; /* the state dir's host uid range (uid_range.h) */
 
 /* Paths of the helper programs and data next to this executable, set before the modules
  * start. */
@@ -44,6 +56,23 @@ static void signals_close(void)
     uv_close((uv_handle_t *)&sig_int, NULL);
 }
 
+/* The grace is over: whatever has not ended by now is left to the kernel (the sandboxes'
+ * inits die with us) and the next daemon (their records and files are on disk). */
+static void on_grace_over(uv_timer_t *t)
+{
+    (void)t;
+    log_warn("shutdown took longer than --shutdown-grace-ms %llu: exiting now",
+             (unsigned long long)cfg.shutdown_grace_ms);
+    exit(1);
+}
+
+/* Every sandbox is stopped (streams ended): now the modules, HTTP first. */
+static void sandboxes_stopped(void *arg)
+{
+    (void)arg;
+    shutdown_modules(signals_close);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     (void)h;
@@ -53,7 +82,12 @@ static void on_signal(uv_signal_t *h, int signum)
     }
     stopping = true;
     log_info("%s: shutting down", strsignal(signum));
-    shutdown_modules(signals_close);
+    uv_timer_init(h->loop, &grace_timer);
+    uv_timer_start(&grace_timer, on_grace_over, cfg.shutdown_grace_ms, 0);
+    uv_unref((uv_handle_t *)&grace_timer); /* the loop may end before it */
+    if (app.server)
+        http_server_stop_accepting(app.server);
+    sbx_stop_all(sandboxes_stopped, NULL);
 }
 
 /* mkdir -p for the state directory, private to the daemon. */
@@ -155,8 +189,10 @@ static int exe_dir(char *out, size_t n)
  * Why this order: the reaper watches SIGCHLD before anything forks, and still reaps
  * while the jail layer ends what is left at shutdown; the zygote is spawned after
  * jail_global_init (the daemon must already be a subreaper) and stopped only once every
- * sandbox (and so every context) is gone; the HTTP server starts last, once every route
- * has what it needs, and stops first, aborting requests in flight.
+ * sandbox (and so every context) is gone; the stored sandboxes are restored once every
+ * module they use is up, before the HTTP server starts; it starts last, once every route
+ * has what it needs, and stops first (after on_signal stopped every sandbox, so that
+ * streams got their terminal events), aborting requests in flight.
  */
 struct module {
     const char *name;
@@ -189,12 +225,13 @@ static int jail_init(uv_loop_t *loop, char *err, size_t errlen)
         .runtimes_dir = runtimes,
         .mpl_cache_dir = mpl_dir,
         .runtimes_bytes = cfg.runtimes_tmpfs_mb << 20,
-        .host_uid_base = (uid_t)cfg.host_uid_base,
+        .host_uid_base = (uid_t)uid_base,
         .max_sandboxes = (unsigned)cfg.max_sandboxes,
         .start_timeout_ms = (unsigned)cfg.sandbox_start_timeout_ms,
         .reply_timeout_ms = (unsigned)cfg.init_reply_timeout_ms,
         .max_pending = (unsigned)cfg.max_pending_spawns,
         .spawn_reserve = cfg.spawn_reserve_kb << 10,
+        .keep_file = STORE_FILE,
     };
     char why[400];
     int rc = jail_global_init(loop, &jg, why, sizeof why);
@@ -248,11 +285,12 @@ static void sandboxes_gone(void *arg)
     sandboxes_done();
 }
 
-/* Every sandbox ends (and with it every command, context and process). */
+/* Every sandbox ends (and with it every command, context and process), kept on disk;
+ * on_signal did it already, so this finds none but those a request made since. */
 static void sandbox_shutdown(void (*done)(void))
 {
     sandboxes_done = done;
-    sbx_destroy_all(sandboxes_gone, NULL);
+    sbx_stop_all(sandboxes_gone, NULL);
 }
 
 static int metrics_init(uv_loop_t *loop, char *err, size_t errlen)
@@ -334,6 +372,24 @@ static int node_init(uv_loop_t *loop, char *err, size_t errlen)
     return 0;
 }
 
+/* Bring back the sandboxes stored in the state dir before the first request is served
+ * (a client must find its sandbox, not a 404 while it comes back): their inits build
+ * them in parallel; bounded by --sandbox-start-timeout-ms plus a margin. */
+static int restore_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    unsigned pending = 0;
+    uint64_t t0 = uv_hrtime();
+    unsigned n = api_sandbox_restore_all(&app, &pending);
+    uint64_t limit = (cfg.sandbox_start_timeout_ms + 5000) * 1000000ULL;
+    while (pending > 0 && uv_hrtime() - t0 < limit)
+        uv_run(loop, UV_RUN_ONCE);
+    if (n)
+        log_info("%u sandboxes restored of %u stored, in %llu ms", sbx_count(), n,
+                 (unsigned long long)((uv_hrtime() - t0) / 1000000));
+    return 0;
+}
+
 static int http_init(uv_loop_t *loop, char *err, size_t errlen)
 {
     struct http_limits lim = {
@@ -380,6 +436,7 @@ static const struct module MODULES[] = {
     { "ctx_init", ctx_module_init, NULL },
     { "proc_init", proc_module_init, NULL },
     { "node", node_init, NULL },
+    { "restore", restore_init, NULL },
     { "http", http_init, http_shutdown },
 };
 /* clang-format on */
@@ -444,6 +501,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandboxd: cannot create state dir %s: %s\n", cfg.state_dir, strerror(-rc));
         return 1;
     }
+    /* Before anything in the state dir is touched (jail_init cleans it up). */
+    if (slock_acquire(cfg.state_dir, err, sizeof err)) {
+        fprintf(stderr, "sandboxd: %s\n", err);
+        return 1;
+    }
+    int64_t gen = slock_next_generation(cfg.state_dir);
+    if (gen < 0) {
+        fprintf(stderr, "sandboxd: cannot write %s/generation: %s\n", cfg.state_dir,
+                strerror((int)-gen));
+        return 1;
+    }
+    store_init(cfg.state_dir, gen);
+    uid_base = cfg.host_uid_base;
+    if (geteuid() == 0 && uidr_reserve(cfg.uid_registry, cfg.state_dir, cfg.host_uid_base,
+                                       2 * cfg.max_sandboxes, &uid_base, err, sizeof err)) {
+        fprintf(stderr, "sandboxd: host uids: %s\n", err);
+        return 1;
+    }
     if (exe_dir(bindir, sizeof bindir)) {
         fprintf(stderr, "sandboxd: cannot find its own directory\n");
         return 1;
@@ -463,6 +538,10 @@ int main(int argc, char **argv)
 
     const char *h = cfg.host;
     bool v6 = strchr(h, ':') != NULL;
+    char url[160];
+    snprintf(url, sizeof url, "http://%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "",
+             http_server_port(app.server));
+    (void)slock_publish(url); /* named by a second daemon on this state dir */
     /* the banner is printed whatever the log level: scripts wait for it */
     fprintf(stderr, "sandboxd %s listening on http://%s%s%s:%d (state in %s%s)\n", SANDBOXD_VERSION,
             v6 ? "[" : "", h, v6 ? "]" : "", http_server_port(app.server), cfg.state_dir,

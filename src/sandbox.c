@@ -22,6 +22,7 @@
 #include "jsonx.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "sandbox_store.h"
 
 #define NBUCKETS 1024
 #define ENV_MAX_BYTES (1 << 20) /* the whole environment: execve's own limit is ~2 MiB */
@@ -49,9 +50,11 @@ struct creation {
     void *arg;
     struct joiner *joiners; /* in arrival order */
     unsigned njoiners;
+    bool restored; /* from a stored record: nothing to write */
 };
 static struct creation *creations;
 static unsigned ncreating;
+static bool stopping; /* sbx_stop_all: sandboxes end but stay on disk */
 
 /* The environment every sandboxed process starts from. Nothing of the daemon's own
  * environment is inherited: secrets in it (tokens, cloud credentials) never reach code. */
@@ -216,7 +219,7 @@ static json_t *limits_json(const struct sbx_limits *l)
                      "tmpMb", (json_int_t)l->tmp_mb, "timeoutMs", (json_int_t)l->timeout_ms);
 }
 
-static json_t *lifecycle_json(const struct sbx_lifecycle *l)
+json_t *sbx_lifecycle_json(const struct sbx_lifecycle *l)
 {
     return json_pack("{s:I, s:s, s:I}", "idleTimeoutMs", (json_int_t)l->idle_timeout_ms, "onIdle",
                      l->on_idle == SBX_IDLE_DELETE ? "delete" : "suspend", "maxAgeMs",
@@ -264,8 +267,8 @@ int sbx_same_settings(const sandbox *s, const json_t *body, char *err, size_t er
                                                limits_json(&s->limits), err, errlen)))
         return -1;
     if (json_is_object(lc) && (sbx_parse_lifecycle(lc, &life, err, errlen) ||
-                               same_fields(s->id, "lifecycle", lc, lifecycle_json(&life),
-                                           lifecycle_json(&s->lifecycle), err, errlen)))
+                               same_fields(s->id, "lifecycle", lc, sbx_lifecycle_json(&life),
+                                           sbx_lifecycle_json(&s->lifecycle), err, errlen)))
         return -1;
     const char *have_net = s->network_host ? "host" : "none";
     if (json_is_string(net) && strcmp(json_string_value(net), have_net) != 0) {
@@ -327,13 +330,18 @@ static void jail_ready(jail *j, int rc, const char *msg, void *arg)
     if (rc) {
         budget_unref(s->budget);
         json_decref(s->env);
+        json_decref(s->settings);
         free(s);
         s = NULL;
     } else {
         s->jail = j;
-        s->created_ms = s->last_activity_ms = stamp_now_ms();
+        if (!s->created_ms)
+            s->created_ms = stamp_now_ms();
+        s->last_activity_ms = stamp_now_ms();
         registry_add(s);
         life_attach(s);
+        if (!c->restored)
+            (void)store_save(s); /* logged; the sandbox lives on, without durability */
     }
     c->cb(s, id, rc, msg, c->arg);
     while (c->joiners) {
@@ -349,6 +357,43 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, 
                const struct sbx_lifecycle *life, sbx_created_cb cb, void *arg, char *err,
                size_t errlen)
 {
+    const struct sbx_spec spec = {
+        .id = id, .lim = lim, .network_host = network_host, .env = env, .life = life
+    };
+    return sbx_create_with(&spec, cb, arg, err, errlen);
+}
+
+/* A restored sandbox's slot, creation time and generation, from its record. */
+static int spec_restored(sandbox *s, const json_t *rec, int *slot)
+{
+    json_int_t sl = json_integer_value(json_object_get(rec, "slot"));
+    json_int_t created = json_integer_value(json_object_get(rec, "createdAt"));
+    if (sl < 0 || sl > 1 << 20 || created <= 0)
+        return -EINVAL;
+    *slot = (int)sl;
+    s->created_ms = (uint64_t)created;
+    s->born_gen = (uint16_t)json_integer_value(json_object_get(rec, "bornGeneration"));
+    return 0;
+}
+
+static void sandbox_free_unborn(sandbox *s, struct creation *c)
+{
+    budget_unref(s->budget);
+    json_decref(s->env);
+    json_decref(s->settings);
+    free(s);
+    free(c);
+}
+
+int sbx_create_with(const struct sbx_spec *sp, sbx_created_cb cb, void *arg, char *err,
+                    size_t errlen)
+{
+    const char *id = sp->id;
+    const struct sbx_limits *lim = sp->lim;
+    if (stopping) {
+        snprintf(err, errlen, "the daemon is shutting down");
+        return -ESHUTDOWN;
+    }
     if (sbx_find(id) || creation_find(id))
         return -EEXIST;
     if (count + ncreating >= cfg->max_sandboxes) {
@@ -364,23 +409,25 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, 
     }
     snprintf(s->id, sizeof s->id, "%s", id);
     s->limits = *lim;
-    s->network_host = network_host;
-    if (life)
-        s->lifecycle = *life;
+    s->network_host = sp->network_host;
+    if (sp->life)
+        s->lifecycle = *sp->life;
     else
         (void)sbx_parse_lifecycle(NULL, &s->lifecycle, err, errlen);
-    s->env = env ? json_deep_copy(env) : json_object();
-    s->created_ms = stamp_now_ms();
+    s->env = sp->env ? json_deep_copy(sp->env) : json_object();
+    s->settings = sp->settings ? json_deep_copy(sp->settings) : NULL;
+    s->born_gen = store_generation();
     s->budget = budget_new(cfg->sandbox_buffer_bytes);
-    if (!s->budget) {
-        json_decref(s->env);
-        free(s);
-        free(c);
-        return -ENOMEM;
+    int slot = -1;
+    if (!s->budget || (sp->restored && spec_restored(s, sp->restored, &slot))) {
+        int rc = s->budget ? -EINVAL : -ENOMEM;
+        snprintf(err, errlen, "%s", s->budget ? "its stored record is invalid" : "out of memory");
+        sandbox_free_unborn(s, c);
+        return rc;
     }
     struct jail_opts jo = {
         .id = id,
-        .network_host = network_host,
+        .network_host = sp->network_host,
         .limits = {
             .memory_bytes = lim->memory_mb << 20,
             .pids = (uint32_t)lim->pids,
@@ -388,16 +435,16 @@ int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, 
             .tmp_bytes = lim->tmp_mb << 20,
             .disk_bytes = lim->disk_mb << 20,
         },
+        .restore = sp->restored != NULL,
+        .slot = slot,
     };
     c->s = s;
     c->cb = cb;
     c->arg = arg;
+    c->restored = sp->restored != NULL;
     int rc = jail_create(uv_default_loop(), &jo, jail_ready, c, err, errlen);
     if (rc) {
-        budget_unref(s->budget);
-        json_decref(s->env);
-        free(s);
-        free(c);
+        sandbox_free_unborn(s, c);
         return rc;
     }
     c->next = creations;
@@ -466,8 +513,9 @@ struct destroy_wait {
 static void destroyed(void *arg)
 {
     struct destroy_wait *w = arg;
-    log_info("sandbox %s destroyed", w->s->id);
+    log_info("sandbox %s %s", w->s->id, stopping ? "stopped (kept on disk)" : "destroyed");
     json_decref(w->s->env);
+    json_decref(w->s->settings);
     budget_unref(w->s->budget); /* holders of charged bytes keep their own references */
     free(w->s);
     if (w->done)
@@ -480,19 +528,22 @@ void sbx_destroy(sandbox *s, void (*done)(void *), void *arg)
     if (s->destroying)
         return;
     s->destroying = true;
+    if (!stopping)
+        store_forget(s->id); /* first: a crash from here on must not bring it back */
     unregister(s);
     for (unsigned i = 0; i < nhooks; i++)
         destroy_hooks[i](s);
+    void (*end)(jail *, void (*)(void *), void *) = stopping ? jail_release : jail_destroy;
     struct destroy_wait *w = malloc(sizeof *w);
     if (!w) {
         /* cannot track completion: still destroy, report done now */
-        jail_destroy(s->jail, NULL, NULL);
+        end(s->jail, NULL, NULL);
         if (done)
             done(arg);
         return;
     }
     *w = (struct destroy_wait){ s, done, arg };
-    jail_destroy(s->jail, destroyed, w);
+    end(s->jail, destroyed, w);
 }
 
 struct destroy_all {
@@ -526,6 +577,17 @@ void sbx_destroy_all(void (*done)(void *), void *arg)
     *d = (struct destroy_all){ count, done, arg };
     while (list_head)
         sbx_destroy(list_head, one_destroyed, d);
+}
+
+void sbx_stop_all(void (*done)(void *), void *arg)
+{
+    stopping = true;
+    sbx_destroy_all(done, arg);
+}
+
+const char *sbx_end_why(void)
+{
+    return stopping ? "the daemon is shutting down" : "the sandbox was deleted";
 }
 
 /* Set KEY=VALUE in obj from a "KEY=VALUE" string. */
@@ -600,7 +662,7 @@ json_t *sbx_to_json(const sandbox *s)
                      "id", s->id, "createdAt", created, "lastActivity", active, "state",
                      s->suspended ? "suspended" : "running", "network",
                      s->network_host ? "host" : "none", "limits", limits_json(&s->limits),
-                     "lifecycle", lifecycle_json(&s->lifecycle), "usage", "memoryBytes",
+                     "lifecycle", sbx_lifecycle_json(&s->lifecycle), "usage", "memoryBytes",
                      (json_int_t)u.memory_bytes, "processes", (json_int_t)u.processes, "contexts",
                      (json_int_t)s->ncontexts, "bufferBytes", (json_int_t)budget_used(s->budget),
                      "bufferPeakBytes", (json_int_t)budget_peak(s->budget), "bufferLimitBytes",

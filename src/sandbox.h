@@ -48,6 +48,8 @@ typedef struct sandbox {
     struct sbx_limits limits;
     bool network_host;
     json_t *env;         /* sandbox-level environment (object of strings), owned */
+    json_t *settings;    /* the create request's settings, normalised (sandbox_store.h), owned */
+    uint16_t born_gen;   /* the daemon generation it was created in (sandbox_store.h) */
     budget *budget;      /* what the daemon holds for it (budget.h); one reference */
     uint64_t created_ms; /* Unix epoch, ms */
     unsigned nexec;      /* commands running */
@@ -77,6 +79,8 @@ sandbox *sbx_first(void); /* in creation order; then s->lnext */
  * naming the bad field (and the ceiling it passed). */
 int sbx_parse_limits(const json_t *limits, struct sbx_limits *out, char *err, size_t errlen);
 
+/* A lifecycle as the API shows it (a new reference). */
+json_t *sbx_lifecycle_json(const struct sbx_lifecycle *l);
 /* The defaults from the configuration (--sandbox-idle-timeout-ms, --sandbox-on-idle,
  * --sandbox-max-age-ms), overridden by a request's "lifecycle" object. 0 or -1 with err
  * naming the bad field. */
@@ -98,11 +102,29 @@ typedef void (*sbx_created_cb)(sandbox *s, const char *id, int rc, const char *e
 
 /* Create and register. Returns 0 when under way: cb is called once, later. Returns at once
  * -EEXIST when the id is taken (live or being created), -EMFILE past --max-sandboxes,
+ * -ESHUTDOWN once sbx_stop_all has begun,
  * other -errno from the jail with err set; then cb is never called. env is borrowed
  * (copied); life NULL means the daemon's defaults. */
 int sbx_create(const char *id, const struct sbx_limits *lim, bool network_host, const json_t *env,
                const struct sbx_lifecycle *life, sbx_created_cb cb, void *arg, char *err,
                size_t errlen);
+
+/* sbx_create with what a durable sandbox needs: settings (borrowed, copied) is what is
+ * stored for it (sandbox_store.h; NULL: nothing of the request beyond the above), and
+ * restored, when not NULL, the stored record of a sandbox kept across a daemon restart:
+ * its directory, workspace, slot, creation time and generation are taken from it and
+ * nothing is written. Same returns as sbx_create. */
+struct sbx_spec {
+    const char *id;
+    const struct sbx_limits *lim;
+    bool network_host;
+    const json_t *env;
+    const struct sbx_lifecycle *life; /* NULL: the daemon's defaults */
+    const json_t *settings;
+    const json_t *restored;
+};
+int sbx_create_with(const struct sbx_spec *spec, sbx_created_cb cb, void *arg, char *err,
+                    size_t errlen);
 
 /* Wait for the creation of id under way: 0 (cb is called once, with its outcome, after
  * the creator's), -ENOENT when none is under way, -EBUSY when --max-pending-spawns
@@ -112,8 +134,14 @@ int sbx_join(const char *id, sbx_created_cb cb, void *arg);
 /* Unregister now and destroy: every process ends, the workspace is removed; done (may be
  * NULL) runs when all is gone. Hooks registered with sbx_on_destroy run first. */
 void sbx_destroy(sandbox *s, void (*done)(void *arg), void *arg);
-/* Destroy every sandbox (daemon shutdown); done runs when the last one is gone. */
+/* Destroy every sandbox; done runs when the last one is gone. */
 void sbx_destroy_all(void (*done)(void *arg), void *arg);
+/* Daemon shutdown: end what runs in every sandbox (the destroy hooks run, with
+ * sbx_end_why() saying why) but keep each one's record and files for the next daemon. */
+void sbx_stop_all(void (*done)(void *arg), void *arg);
+/* Why a sandbox's contexts and processes end in a destroy hook: "the sandbox was deleted",
+ * or "the daemon is shutting down" during sbx_stop_all. */
+const char *sbx_end_why(void);
 
 /* Called at the start of sbx_destroy, so that contexts and processes can let go of the
  * sandbox (each module registers one hook at start-up). 0, or -ENOSPC (logged, and an

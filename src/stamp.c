@@ -43,12 +43,41 @@ static int random8(unsigned char r[8])
     return 0;
 }
 
+/* The daemon run's tag in the first two bytes of every id, once set (stamp_set_epoch). */
+static int epoch = -1;
+
+void stamp_set_epoch(uint16_t e)
+{
+    epoch = e;
+}
+
 int stamp_id(char *out, size_t n, const char *prefix)
 {
     unsigned char r[8];
     if (random8(r))
         return -EIO;
+    if (epoch >= 0) {
+        r[0] = (unsigned char)(epoch >> 8);
+        r[1] = (unsigned char)epoch;
+    }
     snprintf(out, n, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4],
              r[5], r[6], r[7]);
     return 0;
+}
+
+int stamp_id_epoch(const char *id, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(id, prefix, pl) != 0 || strlen(id + pl) != 16)
+        return -1;
+    int e = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = id[pl + i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        if (i < 4)
+            e = e * 16 + d;
+    }
+    return e;
 }

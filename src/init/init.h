@@ -7,6 +7,7 @@
  *                 reaps every process and reports each exit
  *   init_runtimes.c  the --make-runtimes mode, run once per daemon: the private
  *                 read-only tmpfs with a copy of the runtimes, as a detached mount
+ *   init_workspace.c  root mode: the workspace's ext4 image, made and mounted by the outer
  */
 #ifndef SANDBOXD_INIT_H
 #define SANDBOXD_INIT_H
@@ -35,11 +36,16 @@ struct init_cfg {
     uint64_t ws_bytes;              /* rootless: /workspace is a tmpfs this big, not a bind */
     int mem_usage_fd, mem_limit_fd; /* the sandbox's memory cgroup usage and limit files,
                                       opened by the outer (or -1): see init_serve.c */
+    int mem_stat_fd;                /* its memory.stat: file pages are reclaimable (or -1) */
     uint64_t spawn_reserve;         /* fork only with this much of that memory free (0: any) */
     /* --make-runtimes mode (init_runtimes.c) */
     const char *make_runtimes; /* the dir to copy (NULL: normal mode) */
     const char *mpl_cache;     /* copied to mpl-cache/ in it (or NULL) */
     uint64_t runtimes_bytes;   /* size of the tmpfs */
+    /* Root mode: the workspace is an ext4 file system in ./workspace.img, mounted on
+     * ./workspace by the outer (init_workspace.c), then the outer's current directory. */
+    uint64_t ws_image_bytes; /* its size (0: no image; the current directory is the workspace) */
+    bool ws_format;          /* make the image first (a new sandbox) */
     /* The workspace is the outer's current directory at start (the daemon sets it). */
 };
 
@@ -51,6 +57,10 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen);
 
 /* The --make-runtimes mode: make the tmpfs, copy, send its fd on INIT_CTL_FD. Exit code. */
 int init_make_runtimes(const struct init_cfg *cfg);
+
+/* Root mode with an image: make it (ws_format), attach it to a free loop device, mount it
+ * on ./workspace and make that the current directory. 0, or -errno with err set. */
+int init_workspace_mount(const struct init_cfg *cfg, char *err, size_t errlen);
 
 /* Serve the control socket as pid 1; never returns. */
 void init_serve(const struct init_cfg *cfg, const struct jail_sc_prog *prog)

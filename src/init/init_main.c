@@ -84,7 +84,7 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->runtimes_fd = -1;
-    cfg->mem_usage_fd = cfg->mem_limit_fd = -1;
+    cfg->mem_usage_fd = cfg->mem_limit_fd = cfg->mem_stat_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t x, y;
@@ -117,6 +117,10 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->runtimes_bytes = x;
         } else if (strncmp(a, "--spawn-reserve=", 16) == 0 && parse_u64(a + 16, &x)) {
             cfg->spawn_reserve = x;
+        } else if (strncmp(a, "--ws-image=", 11) == 0 && parse_u64(a + 11, &x)) {
+            cfg->ws_image_bytes = x;
+        } else if (strcmp(a, "--ws-format") == 0) {
+            cfg->ws_format = true;
         } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
             cfg->ws_bytes = x;
         } else {
@@ -242,6 +246,7 @@ static void open_memory_files(struct init_cfg *cfg)
             if (l >= 0) {
                 cfg->mem_usage_fd = u;
                 cfg->mem_limit_fd = l;
+                cfg->mem_stat_fd = openat(dir, "memory.stat", O_RDONLY | O_CLOEXEC);
             } else if (u >= 0) {
                 close(u);
             }
@@ -413,6 +418,8 @@ static void outer_after_clone(struct init_cfg *cfg, pid_t pid)
     if (cfg->mem_usage_fd >= 0) {
         close(cfg->mem_usage_fd); /* the inner's, likewise */
         close(cfg->mem_limit_fd);
+        if (cfg->mem_stat_fd >= 0)
+            close(cfg->mem_stat_fd);
     }
     /* Root mode: we sit in the sandbox's memory cgroup with a few hundred KiB of RSS, so
      * when the sandbox fills its memory with tmpfs pages (which no kill frees) the OOM
@@ -471,6 +478,14 @@ int main(int argc, char **argv)
         _exit(1);
     if (join_cgroups(&cfg))
         return 1;
+    if (cfg.ws_image_bytes) { /* under the sandbox's limits already, before the clone */
+        char why[256];
+        int rc = init_workspace_mount(&cfg, why, sizeof why);
+        if (rc) {
+            send_fail(rc, why);
+            return 1;
+        }
+    }
     if (cfg.spawn_reserve)
         open_memory_files(&cfg);
     int sync[2];

@@ -90,12 +90,38 @@ static int read_counter(int fd, uint64_t *v)
  * charged in its own context, where it (at JAIL_OOM_SCORE_ADJ) is the victim, not us.
  * Whether a kill could free memory instead is not asked: kernel memory (inodes of many
  * small files) frees no better than tmpfs pages. Unreadable: fork. */
+/* Page cache of files (the workspace is a file system on disk, docs/lifecycle.md) counts
+ * in the usage but is reclaimed for a fork: the file LRU pages of memory.stat (cgroup v1
+ * "total_" lines, v2 plain; shmem and tmpfs pages are on the anon lists, not counted).
+ * 0 when unreadable. */
+static uint64_t file_pages(const struct init_cfg *cfg)
+{
+    char b[8192];
+    ssize_t n = cfg->mem_stat_fd >= 0 ? pread(cfg->mem_stat_fd, b, sizeof b - 1, 0) : -1;
+    if (n <= 0)
+        return 0;
+    b[n] = '\0';
+    static const char *const KEYS[] = { "\ntotal_active_file ", "\ntotal_inactive_file ",
+                                        "\nactive_file ", "\ninactive_file " };
+    uint64_t v1 = 0, v2 = 0;
+    for (int i = 0; i < 4; i++) {
+        const char *at = strstr(b, KEYS[i]);
+        if (at)
+            *(i < 2 ? &v1 : &v2) += strtoull(at + strlen(KEYS[i]), NULL, 10);
+    }
+    return v1 ? v1 : v2;
+}
+
 static bool memory_full(const struct init_cfg *cfg)
 {
     uint64_t usage, limit;
     if (cfg->mem_usage_fd < 0 || read_counter(cfg->mem_usage_fd, &usage) ||
         read_counter(cfg->mem_limit_fd, &limit))
         return false;
+    if (usage >= limit || limit - usage < cfg->spawn_reserve) {
+        uint64_t cache = file_pages(cfg);
+        usage = cache < usage ? usage - cache : 0;
+    }
     return usage >= limit || limit - usage < cfg->spawn_reserve;
 }
 

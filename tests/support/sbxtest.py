@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ class Daemon:
     """One sandboxd process and helpers to talk to it."""
 
     def __init__(self, *flags, env=None, state=None):
+        self.own_state = state is None   # removed by cleanup(): sandboxes outlive a daemon
         self.state = state or tempfile.mkdtemp(prefix="sbx-e2e-")
         self.log_path = os.path.join(self.state, "daemon-%d.log" % time.monotonic_ns())
         self.log = open(self.log_path, "w+b")
@@ -110,12 +112,19 @@ class Daemon:
         self.log.close()
         return self.proc.returncode
 
+    def cleanup(self):
+        """Remove the state dir this object made (kept sandboxes, their workspace images),
+        once the daemon is stopped; the log stays."""
+        if self.own_state and self.proc.poll() is not None:
+            shutil.rmtree(os.path.join(self.state, "state"), ignore_errors=True)
+
 
 @pytest.fixture(scope="module")
 def daemon():
     d = Daemon()
     yield d
     assert d.stop() == 0, d.logs().decode(errors="replace")[-3000:]
+    d.cleanup()
 
 
 @pytest.fixture
@@ -130,6 +139,7 @@ def make_daemon():
     yield make
     for d in made:
         assert d.stop() == 0, d.logs().decode(errors="replace")[-3000:]
+        d.cleanup()
 
 
 def sse_events(data):
