@@ -35,7 +35,7 @@ bool api_lang_available(struct app *app, http_req *req, int lang)
 
 void api_context_start_error(http_req *req, int rc, const char *err)
 {
-    if (rc == -EMFILE || rc == -EBUSY)
+    if (rc == -EMFILE || rc == -EBUSY || rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
         http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the context: %s", err);
@@ -81,6 +81,8 @@ static void answer_ready(http_req *req, int status, const struct context *c, boo
 {
     if (ok)
         api_respond_json(req, status, context_json(c));
+    else if (ctx_runtime_lost(c)) /* transient: the zygote restarted; a retry works */
+        http_respond_error(req, 429, "LIMIT_REACHED", "%s", why);
     else
         http_respond_error(req, 500, "INTERNAL_ERROR", "%s", why);
 }

@@ -70,6 +70,8 @@ struct config {
     uint64_t sandbox_buffer_bytes; /* one budget per sandbox (budget.h) */
     /* the sandbox's init and the OOM killer (init_serve.c) */
     uint64_t spawn_reserve_kb;
+    /* code contexts' output (context_lines.c) */
+    uint64_t output_line_wait_ms;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

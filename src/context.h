@@ -78,6 +78,12 @@ void ctx_delete(struct context *c, const char *why);
  * ContextDied, interrupt waiters are told (ok false), queued runs wait for the new one.
  * 0, or -errno with err set as for ctx_create (the context is dead then). */
 int ctx_restart(struct context *c, char *err, size_t errlen);
+/* True when the context is dead because the Python runtime (the zygote) restarted and was
+ * not back within --context-start-timeout-ms: a transient failure, not the context's. */
+bool ctx_runtime_lost(const struct context *c);
+/* Start a context that ctx_runtime_lost says is dead for that reason again (as
+ * ctx_restart). 0, or -errno (-EINVAL when it is not). */
+int ctx_revive(struct context *c);
 
 /* Told once, when what was waited for happened (ok) or cannot (ok false, why may say
  * why). May be called from any engine function that changes the context's state. */

@@ -68,7 +68,7 @@ static void drain_output(struct ctx_proc *p)
             if (n <= 0)
                 break;
             if (p->ctx)
-                ctx_run_output(p->ctx, i == 1, chunk, (size_t)n);
+                ctx_lines_add(p, i == 1, chunk, (size_t)n);
         }
     }
 }
@@ -90,7 +90,7 @@ static void out_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     if (n > 0 && p->ctx)
-        ctx_run_output(p->ctx, is_err, b->base, (size_t)n);
+        ctx_lines_add(p, is_err, b->base, (size_t)n);
 }
 
 void ctx_set_paused(struct context *c, bool paused)
@@ -189,6 +189,8 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         ctx_proc_kill(p);
         return;
     }
+    if (strcmp(type, "stream") != 0)
+        ctx_lines_flush(p); /* what the pipes hold was written before this message */
     struct ctx_run *r = c->cur;
     const char *mid = json_string_value(json_object_get(msg, "id"));
     if (r && mid && strcmp(mid, r->id) != 0 && strcmp(type, "stream") != 0) {
@@ -228,6 +230,7 @@ static void chan_eof(struct ctx_proc *p)
         uv_close((uv_handle_t *)&p->chan, ctx_proc_handle_closed);
     }
     drain_output(p);
+    ctx_lines_flush(p);
     if (p->zyg_pending || p->spawn_req)
         return; /* the zygote's or init's answer will say what happened */
     if (!p->jp && c && !p->exited)
