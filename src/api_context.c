@@ -20,6 +20,7 @@
 #include "jsonx.h"
 #include "sandbox.h"
 #include "stamp.h"
+#include "zygote_client.h"
 
 /* ---- shared with api_execute.c ---- */
 
@@ -29,6 +30,8 @@ bool api_lang_available(struct app *app, http_req *req, int lang)
     const struct lang_status *l = &app->langs[lang];
     if (l->available)
         return true;
+    if (lang == LANG_PYTHON && zyg_restarting())
+        return true; /* the context waits for the zygote (context.c) */
     http_respond_error(req, 501, "LANGUAGE_UNAVAILABLE", "%s", l->reason);
     return false;
 }
