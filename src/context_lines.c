@@ -70,17 +70,22 @@ static void hold(struct ctx_proc *p, int i, const char *d, size_t n)
 void ctx_lines_add(struct ctx_proc *p, bool is_err, const char *data, size_t n)
 {
     int i = is_err ? 1 : 0;
-    size_t whole = n;
+    size_t whole = n, first = 0;
     while (whole && data[whole - 1] != '\n')
         whole--;
-    if (whole) {
-        if (p->part[i].len && buf_append(&p->part[i], data, whole) == 0) {
-            flush_one(p, i); /* the held start and its end, one chunk */
+    if (whole && p->part[i].len) {
+        /* the end of the held line, passed on with its start as one chunk (unless the
+         * line is longer than the cap: then in two) */
+        const char *nl = memchr(data, '\n', whole);
+        first = (size_t)(nl - data) + 1;
+        if (buf_append(&p->part[i], data, first) == 0) {
+            flush_one(p, i);
         } else {
             flush_one(p, i);
-            emit(p, i, data, whole);
+            emit(p, i, data, first);
         }
     }
+    emit(p, i, data + first, whole - first);
     hold(p, i, data + whole, n - whole);
 }
 
