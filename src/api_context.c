@@ -5,7 +5,8 @@
  *
  * Each handler validates the request, calls the engine (context.h) and answers. Create
  * and restart answer once the context's process is ready (201 and 200 with the context),
- * or 500 when it cannot start; interrupt answers once the run in flight has ended. A
+ * or 500 when it cannot start (429 when only because the Python zygote restarted and was
+ * not back in time: a retry works); interrupt answers once the run in flight has ended. A
  * request the engine holds stays valid until it is answered (http.h), so its callback
  * needs no other state.
  */

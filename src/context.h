@@ -6,7 +6,10 @@
  * zygote, or a Node kernel spawned in the sandbox. The engine talks to it over the
  * channel of docs/protocol.md and reads its stdout/stderr pipes. When the process dies —
  * crash, OOM, a kill after a timeout's grace — the context gets a new, empty incarnation
- * with the same id, and the run that was in flight says statePreserved:false.
+ * with the same id, and the run that was in flight says statePreserved:false; with no
+ * run in flight, the next run says so instead of running (ContextDied: how and when).
+ * A Python context that needs a process while the zygote restarts waits for it (up to
+ * --context-start-timeout-ms).
  *
  * Runs on one context execute one at a time, in arrival order; contexts run in parallel.
  * A run's output goes to the sink its caller gave (struct ctx_sink) as it is written,

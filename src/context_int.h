@@ -14,7 +14,9 @@
  *
  * Ordering: a context flushes stdout/stderr before each channel message, and here every
  * channel message is handled only after both pipes have been drained (context_channel.c),
- * so what was printed before a result reaches the sink before it.
+ * and every message but a stream one only after the partial lines held from the pipes
+ * were passed on (context_lines.c), so what was printed before a result reaches the sink
+ * before it, and pipe output reaches it in whole lines.
  *
  * Memory: the channel line being assembled is a buf charged to the sandbox's budget
  * (budget.h) as it grows: a line the budget refuses, or longer than --max-result-bytes, is
