@@ -42,10 +42,14 @@ def kill_from(d, sid, killer, pid, sig=9):
     has reaped it (it is the context's parent: a reaped process is gone from /proc)."""
     out = run(d, sid, "import os\nos.kill(%d, %d)" % (pid, sig), context=killer)
     assert out["error"] is None, out
+    wait_gone(d, sid, killer, pid)
+
+
+def wait_gone(d, sid, watcher, pid):
     code = ("import os, time\nt = time.time()\n"
             "while os.path.exists('/proc/%d') and time.time() - t < 60:\n"
             "    time.sleep(0.05)\nos.path.exists('/proc/%d')" % (pid, pid))
-    assert main_text(run(d, sid, code, context=killer, timeoutMs=90000)) == "False"
+    assert main_text(run(d, sid, code, context=watcher, timeoutMs=90000)) == "False"
 
 
 def state(d, sid, cid):
@@ -98,7 +102,7 @@ def test_exit_while_idle_is_reported_with_its_status(d):
     out = run(d, s.id, "import os, threading\n"
               "threading.Timer(0.5, lambda: os._exit(3)).start()", context=a)
     assert out["error"] is None
-    wait_for(lambda: b"exited with status 3" in d.logs(), "the context's exit")
+    wait_for(lambda: b"exited with status 3" in d.logs(), "the context's exit")  # only here
     out = run(d, s.id, "1", context=a, timeoutMs=90000)
     assert out["error"]["name"] == "ContextDied", out
     assert "exited with status 3" in out["error"]["message"], out["error"]
@@ -190,4 +194,33 @@ def test_a_creation_while_the_zygote_restarts_waits_for_it(d):
     status, body = d.json("POST", "/v1/sandboxes/%s/contexts" % s.id, {})
     assert status == 201, body
     assert main_text(run(d, s.id, "6 * 7", context=body["id"])) == "42"
+    s.delete()
+
+
+def test_a_javascript_context_killed_while_idle_reports_it(d):
+    s = Sandbox(d, "death-js")
+    js, killer = context(d, s.id, language="javascript"), context(d, s.id)
+    run(d, s.id, "globalThis.kept = 1", context=js)
+    pid = int(main_text(run(d, s.id, "process.pid", context=js)))
+    kill_from(d, s.id, killer, pid)
+    out = run(d, s.id, "kept", context=js, timeoutMs=90000)
+    assert out["error"]["name"] == "ContextDied" and out["statePreserved"] is False, out
+    assert "SIGKILL" in out["error"]["message"]
+    out = run(d, s.id, "typeof kept", context=js)
+    assert out["error"] is None and main_text(out) == "'undefined'", out
+    s.delete()
+
+
+def test_an_oom_while_idle_is_reported_as_out_of_memory(d):
+    s = Sandbox(d, "death-idle-oom", limits={"memoryMb": 256})
+    a, watcher = context(d, s.id), context(d, s.id)
+    pid = pid_of(d, s.id, a)
+    out = run(d, s.id, "import threading\ndef hog():\n"
+              "    global h\n    h = [bytearray(1 << 20) for _ in range(2048)]\n"
+              "threading.Timer(0.5, hog).start()", context=a)
+    assert out["error"] is None
+    wait_gone(d, s.id, watcher, pid)
+    out = run(d, s.id, "1", context=a, timeoutMs=90000)
+    assert out["error"]["name"] == "ContextDied", out
+    assert "ran out of memory (sandbox limit 256 MiB)" in out["error"]["message"], out["error"]
     s.delete()
