@@ -342,6 +342,8 @@ void ctx_delete(struct context *c, const char *why)
         *pp = c->next;
     if (c->sb->ncontexts)
         c->sb->ncontexts--;
+    if (c->proc)
+        ctx_lines_flush(c->proc);
     struct ctx_run *r = c->cur;
     c->cur = NULL;
     if (r) {
@@ -414,6 +416,8 @@ int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *e
 
 int ctx_restart(struct context *c, char *err, size_t errlen)
 {
+    if (c->proc)
+        ctx_lines_flush(c->proc); /* printed before the restart: still the run's */
     struct ctx_run *r = c->cur;
     c->cur = NULL;
     if (r) {
