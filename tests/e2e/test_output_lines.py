@@ -161,3 +161,14 @@ def test_javascript_console_log_comes_in_whole_lines(d, sb):
     assert "".join(out["logs"]["stdout"]) == "hello\na 2\n"
     assert all(c.endswith("\n") for c in out["logs"]["stdout"]), out["logs"]
     assert out["logs"]["stderr"] == ["oops\n"]
+
+
+def test_long_and_unfinished_lines_are_all_delivered(d, sb):
+    # a line past the 64 KiB hold goes on in pieces, an unfinished one before the end:
+    # nothing is lost or reordered
+    out = run(d, sb.id, "import os, sys\nos.write(1, b'x' * 200000 + b'\\n')\n"
+              "for i in range(100):\n    os.write(1, b'%d,' % i)\n"
+              "os.write(2, b'no newline at the end')")
+    assert "".join(out["logs"]["stdout"]) == "x" * 200000 + "\n" + "".join(
+        "%d," % i for i in range(100))
+    assert out["logs"]["stderr"] == ["no newline at the end"]
