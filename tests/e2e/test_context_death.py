@@ -224,3 +224,36 @@ def test_an_oom_while_idle_is_reported_as_out_of_memory(d):
     assert out["error"]["name"] == "ContextDied", out
     assert "ran out of memory (sandbox limit 256 MiB)" in out["error"]["message"], out["error"]
     s.delete()
+
+
+def test_a_zygote_that_stays_down_is_a_clear_transient_error(make_daemon):
+    d = make_daemon("--context-start-timeout-ms", "1500")
+    s = Sandbox(d, "death-zygote-down")
+    stop = threading.Event()
+    kills = []
+
+    def keep_killing():             # every new zygote dies long before it could be ready
+        while not stop.is_set():
+            z = our_zygote(d)
+            if z:
+                os.kill(z, signal.SIGKILL)
+                kills.append(z)
+            time.sleep(0.002)
+
+    t = threading.Thread(target=keep_killing)
+    t.start()
+    try:
+        wait_for(lambda: kills, "the first kill")
+        status, body = d.json("POST", "/v1/sandboxes/%s/contexts" % s.id, {})
+    finally:
+        stop.set()
+        t.join()
+    assert status == 429 and body["code"] == "LIMIT_REACHED", body
+    assert "the Python runtime (the zygote) restarted" in body["message"], body
+    # once it is back, creating works again
+    wait_for(lambda: b"zygote: ready" in d.logs().rsplit(b"zygote: lost", 1)[-1],
+             "the zygote back", timeout=120)
+    status, body = d.json("POST", "/v1/sandboxes/%s/contexts" % s.id, {})
+    assert status == 201, body
+    assert main_text(run(d, s.id, "1 + 1", context=body["id"])) == "2"
+    s.delete()
