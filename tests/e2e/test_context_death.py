@@ -59,7 +59,10 @@ def state(d, sid, cid):
 
 
 def our_zygote(d):
-    """The host pid of this daemon's zygote (other daemons may run on the machine)."""
+    """The host pid of this daemon's zygote: its child running sandboxd-zygote outside
+    any sandbox. (Other daemons may run on the machine, and Python contexts are the
+    daemon's children too, with the zygote's command line, but in a sandbox's pid
+    namespace: two pids on their NSpid line.)"""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -67,11 +70,12 @@ def our_zygote(d):
             with open("/proc/%s/cmdline" % pid, "rb") as f:
                 if b"sandboxd-zygote" not in f.read():
                     continue
-            with open("/proc/%s/stat" % pid) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+            with open("/proc/%s/status" % pid) as f:
+                status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            ppid, nspids = int(status["PPid"]), status["NSpid"].split()
+        except (OSError, ValueError, KeyError):
             continue
-        if ppid == d.proc.pid:
+        if ppid == d.proc.pid and len(nspids) == 1:
             return int(pid)
     return None
 
