@@ -5,7 +5,8 @@
  *
  * Each handler validates the request, calls the engine (context.h) and answers. Create
  * and restart answer once the context's process is ready (201 and 200 with the context),
- * or 500 when it cannot start; interrupt answers once the run in flight has ended. A
+ * or 500 when it cannot start (429 when only because the Python zygote restarted and was
+ * not back in time: a retry works); interrupt answers once the run in flight has ended. A
  * request the engine holds stays valid until it is answered (http.h), so its callback
  * needs no other state.
  */
@@ -21,6 +22,7 @@
 #include "jsonx.h"
 #include "sandbox.h"
 #include "stamp.h"
+#include "zygote_client.h"
 
 /* ---- shared with api_execute.c ---- */
 
@@ -30,13 +32,15 @@ bool api_lang_available(struct app *app, http_req *req, int lang)
     const struct lang_status *l = &app->langs[lang];
     if (l->available)
         return true;
+    if (lang == LANG_PYTHON && zyg_restarting())
+        return true; /* the context waits for the zygote (context.c) */
     http_respond_error(req, 501, "LANGUAGE_UNAVAILABLE", "%s", l->reason);
     return false;
 }
 
 void api_context_start_error(http_req *req, int rc, const char *err)
 {
-    if (rc == -EMFILE || rc == -EBUSY)
+    if (rc == -EMFILE || rc == -EBUSY || rc == -EAGAIN)
         http_respond_error(req, 429, "LIMIT_REACHED", "%s", err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
         http_respond_error(req, 400, "VALIDATION_FAILED", "cannot start the context: %s", err);
@@ -82,6 +86,8 @@ static void answer_ready(http_req *req, int status, const struct context *c, boo
 {
     if (ok)
         api_respond_json(req, status, context_json(c));
+    else if (ctx_runtime_lost(c)) /* transient: the zygote restarted; a retry works */
+        http_respond_error(req, 429, "LIMIT_REACHED", "%s", why);
     else
         http_respond_error(req, 500, "INTERNAL_ERROR", "%s", why);
 }

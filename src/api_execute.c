@@ -429,7 +429,7 @@ void api_execute(struct app *app, http_req *req, const route_params *p)
         return;
     struct ctx_info i;
     ctx_get_info(c, &i);
-    if (i.state == CTX_DEAD) {
+    if (i.state == CTX_DEAD && ctx_revive(c) != 0) {
         http_respond_error(req, 409, "CONFLICT",
                            "context '%s' is dead (its process could not "
                            "start); delete it or restart it",

@@ -105,6 +105,8 @@ static const struct opt OPTS[] = {
       "Time a sandbox's init has to start a process (it runs under the sandbox's CPU quota); then the request fails with 429." },
     { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
+    { "output-line-wait-ms", "SANDBOXD_OUTPUT_LINE_WAIT_MS", U64(output_line_wait_ms), "100", 0, 60000,
+      "How long a code context's stdout/stderr pipe output after its last newline is held for the rest of the line before it is passed on as it is (0: at once); lines are never split by other output while held." },
     /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
      * host; /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox; the workspace is
      * on disk when root, docs/lifecycle.md). */

@@ -78,6 +78,8 @@ struct config {
     /* durability and shutdown (docs/lifecycle.md) */
     uint64_t shutdown_grace_ms;
     char uid_registry[512];
+    /* code contexts' output (context_lines.c) */
+    uint64_t output_line_wait_ms;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

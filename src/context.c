@@ -18,6 +18,10 @@
 #include "log.h"
 #include "stamp.h"
 
+/* How often a context waiting for the Python zygote to be back tries again. The wait
+ * itself is bounded by --context-start-timeout-ms. */
+static const uint64_t RUNTIME_RETRY_MS = 100;
+
 uv_loop_t *ctx_loop;
 const struct config *ctx_cfg;
 
@@ -183,36 +187,130 @@ static void fail_current(struct context *c, struct ctx_run *r, const struct ctx_
     ctx_run_answer(r);
 }
 
+/* The run in flight gets the incarnation's end; with none, a death of a ready (idle)
+ * incarnation is kept for the next run to report (the first one, if several). */
+static void note_death(struct context *c, struct ctx_run *r, const struct ctx_proc *p, bool oom,
+                       const char *how)
+{
+    if (r) {
+        fail_current(c, r, p, oom, how);
+        return;
+    }
+    if (!p->ready || c->deleting || c->died_how[0])
+        return;
+    if (oom)
+        snprintf(c->died_how, sizeof c->died_how,
+                 "ran out of memory (sandbox limit %llu MiB) and was killed",
+                 (unsigned long long)c->sb->limits.memory_mb);
+    else
+        snprintf(c->died_how, sizeof c->died_how, "%s", how);
+    c->died_ms = stamp_now_ms();
+}
+
+void ctx_report_death(struct context *c, struct ctx_run *r)
+{
+    char when[40];
+    uint64_t now = stamp_now_ms();
+    stamp_iso8601(c->died_ms, when, sizeof when);
+    r->state_lost = true;
+    ctx_run_set_error(r, "ContextDied",
+                      "the context's process %s at %s (%.1f s before this run), while idle; "
+                      "its state was lost and this code did not run: the context has "
+                      "restarted with empty state, run it again",
+                      c->died_how, when, (double)(now - c->died_ms) / 1000.0);
+    c->died_how[0] = '\0';
+    c->cur = NULL;
+    c->state = CTX_IDLE;
+    ctx_run_answer(r);
+    ctx_run_next(c);
+}
+
+/* No process, and the zygote is not there to fork one: retry until it is back, within
+ * --context-start-timeout-ms of the first failure. */
+static void wait_for_runtime(struct context *c)
+{
+    if (!c->rt_deadline)
+        c->rt_deadline = uv_now(ctx_loop) + ctx_cfg->context_start_timeout_ms;
+    c->rt_wait = true;
+    c->state = CTX_STARTING;
+    uv_timer_start(&c->timer, ctx_timer_cb, RUNTIME_RETRY_MS, 0);
+}
+
+static void start_failed(struct context *c, const char *what)
+{
+    c->state = CTX_DEAD;
+    char why[400];
+    snprintf(why, sizeof why, "the context could not start: %s", what);
+    ctx_answer_waiters(c, CTX_W_READY, false, why);
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, false, why);
+    ctx_fail_queue(c, "ContextDied", why);
+}
+
+void ctx_runtime_retry(struct context *c)
+{
+    char err[256];
+    c->rt_wait = false;
+    int rc = ctx_proc_start(c, err, sizeof err);
+    if (rc == 0)
+        return;
+    if (rc == -EAGAIN && c->lang == LANG_PYTHON && uv_now(ctx_loop) < c->rt_deadline) {
+        wait_for_runtime(c);
+        return;
+    }
+    c->rt_lost = rc == -EAGAIN;
+    log_warn("context %s: %s", c->id, err);
+    char what[400];
+    if (c->rt_lost)
+        snprintf(what, sizeof what,
+                 "the Python runtime (the zygote) restarted and was not back "
+                 "within %llu ms (--context-start-timeout-ms); try again",
+                 (unsigned long long)ctx_cfg->context_start_timeout_ms);
+    else
+        snprintf(what, sizeof what, "%s", err);
+    start_failed(c, what);
+}
+
 void ctx_proc_died(struct context *c, struct ctx_proc *p)
 {
     char how[200];
     describe_end(p, how, sizeof how);
-    /* OOM: killed by SIGKILL while the sandbox's own counter moved since this process
-     * started (read once per incarnation, not per run: it is a cgroup file) */
+    struct ctx_run *r = c->cur;
+    /* OOM: killed by SIGKILL while the sandbox's own counter moved since the run began
+     * (or, with no run, since the context was last seen idle): per run, so an OOM kill
+     * earlier in the sandbox never names a later kill. */
     bool oom = c->sb && p->exited && WIFSIGNALED(p->status) && WTERMSIG(p->status) == SIGKILL &&
-               jail_oom_kills(c->sb->jail) > p->oom_base;
+               jail_oom_kills(c->sb->jail) > (r ? r->oom_base : p->oom_base);
+    bool lost_runtime = p->zyg_lost;
+    if (p->ready)
+        c->rt_deadline = 0; /* it got ready: a later zygote loss waits afresh */
+    ctx_lines_flush(p);
     ctx_proc_detach(p);
     uv_timer_stop(&c->timer);
-    struct ctx_run *r = c->cur;
     c->cur = NULL;
-    if (r)
-        fail_current(c, r, p, oom, how);
+    note_death(c, r, p, oom, how);
     if (c->deleting)
         return;
     log_info("context %s (%s) %s%s", c->id, LANG_NAMES[c->lang], how,
-             c->ever_ready ? ": restarting" : "");
+             c->ever_ready || lost_runtime ? ": restarting" : "");
     c->exec_count = 0;
     char err[256];
-    if (!c->ever_ready || ctx_proc_start(c, err, sizeof err)) {
-        c->state = CTX_DEAD;
-        char why[400];
-        snprintf(why, sizeof why, "the context could not start: its process %s", how);
-        ctx_answer_waiters(c, CTX_W_READY, false, why);
-        ctx_answer_waiters(c, CTX_W_INTERRUPT, false, why);
-        ctx_fail_queue(c, "ContextDied", why);
+    int rc = -EIO;
+    if (lost_runtime)
+        rc = -EAGAIN; /* the zygote died while forking it: wait for the next one */
+    else if (c->ever_ready)
+        rc = ctx_proc_start(c, err, sizeof err);
+    if (rc == -EAGAIN && c->lang == LANG_PYTHON) {
+        wait_for_runtime(c);
+        ctx_answer_waiters(c, CTX_W_INTERRUPT, false, NULL);
         return;
     }
-    ctx_answer_waiters(c, CTX_W_INTERRUPT, true, NULL);
+    if (rc) {
+        char what[300];
+        snprintf(what, sizeof what, "its process %s", how);
+        start_failed(c, what);
+        return;
+    }
+    ctx_answer_waiters(c, CTX_W_INTERRUPT, false, NULL); /* killed: its state is lost */
 }
 
 /* ---- contexts ---- */
@@ -220,8 +318,18 @@ void ctx_proc_died(struct context *c, struct ctx_proc *p)
 static void ctx_closed(uv_handle_t *h)
 {
     struct context *c = h->data;
+    if (--c->open_timers)
+        return;
     json_decref(c->env);
     free(c);
+}
+
+static void close_timers(struct context *c)
+{
+    uv_timer_stop(&c->timer);
+    uv_timer_stop(&c->line_timer);
+    uv_close((uv_handle_t *)&c->timer, ctx_closed);
+    uv_close((uv_handle_t *)&c->line_timer, ctx_closed);
 }
 
 void ctx_delete(struct context *c, const char *why)
@@ -234,6 +342,8 @@ void ctx_delete(struct context *c, const char *why)
         *pp = c->next;
     if (c->sb->ncontexts)
         c->sb->ncontexts--;
+    if (c->proc)
+        ctx_lines_flush(c->proc);
     struct ctx_run *r = c->cur;
     c->cur = NULL;
     if (r) {
@@ -249,8 +359,7 @@ void ctx_delete(struct context *c, const char *why)
         ctx_proc_detach(p);
         ctx_proc_maybe_free(p);
     }
-    uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, ctx_closed);
+    close_timers(c);
 }
 
 static void on_sandbox_destroy(sandbox *sb)
@@ -286,11 +395,16 @@ int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *e
     c->env = env ? json_deep_copy(env) : json_object();
     c->created_ms = c->last_used_ms = stamp_now_ms();
     uv_timer_init(ctx_loop, &c->timer);
-    c->timer.data = c;
+    uv_timer_init(ctx_loop, &c->line_timer);
+    c->timer.data = c->line_timer.data = c;
+    c->open_timers = 2;
     int rc = ctx_proc_start(c, err, errlen);
+    if (rc == -EAGAIN && lang == LANG_PYTHON) {
+        wait_for_runtime(c); /* the zygote is restarting: ready once it is back */
+        rc = 0;
+    }
     if (rc) {
-        json_decref(c->env);
-        uv_close((uv_handle_t *)&c->timer, (uv_close_cb)free);
+        close_timers(c);
         return rc;
     }
     c->next = *ctx_list(sb);
@@ -302,6 +416,8 @@ int ctx_create(sandbox *sb, enum ctx_lang lang, const char *cwd, const json_t *e
 
 int ctx_restart(struct context *c, char *err, size_t errlen)
 {
+    if (c->proc)
+        ctx_lines_flush(c->proc); /* printed before the restart: still the run's */
     struct ctx_run *r = c->cur;
     c->cur = NULL;
     if (r) {
@@ -316,9 +432,29 @@ int ctx_restart(struct context *c, char *err, size_t errlen)
     }
     uv_timer_stop(&c->timer);
     c->exec_count = 0;
+    c->died_how[0] = '\0'; /* asked for: nothing to report */
+    c->rt_wait = c->rt_lost = false;
+    c->rt_deadline = 0;
     ctx_answer_waiters(c, CTX_W_INTERRUPT, false, NULL);
     int rc = ctx_proc_start(c, err, errlen);
+    if (rc == -EAGAIN && c->lang == LANG_PYTHON) {
+        wait_for_runtime(c);
+        return 0;
+    }
     if (rc)
         c->state = CTX_DEAD;
     return rc;
+}
+
+bool ctx_runtime_lost(const struct context *c)
+{
+    return c->state == CTX_DEAD && c->rt_lost;
+}
+
+int ctx_revive(struct context *c)
+{
+    if (!ctx_runtime_lost(c))
+        return -EINVAL;
+    char err[256];
+    return ctx_restart(c, err, sizeof err);
 }

@@ -6,7 +6,10 @@
  * zygote, or a Node kernel spawned in the sandbox. The engine talks to it over the
  * channel of docs/protocol.md and reads its stdout/stderr pipes. When the process dies —
  * crash, OOM, a kill after a timeout's grace — the context gets a new, empty incarnation
- * with the same id, and the run that was in flight says statePreserved:false.
+ * with the same id, and the run that was in flight says statePreserved:false; with no
+ * run in flight, the next run says so instead of running (ContextDied: how and when).
+ * A Python context that needs a process while the zygote restarts waits for it (up to
+ * --context-start-timeout-ms).
  *
  * Runs on one context execute one at a time, in arrival order; contexts run in parallel.
  * A run's output goes to the sink its caller gave (struct ctx_sink) as it is written,
@@ -78,6 +81,12 @@ void ctx_delete(struct context *c, const char *why);
  * ContextDied, interrupt waiters are told (ok false), queued runs wait for the new one.
  * 0, or -errno with err set as for ctx_create (the context is dead then). */
 int ctx_restart(struct context *c, char *err, size_t errlen);
+/* True when the context is dead because the Python runtime (the zygote) restarted and was
+ * not back within --context-start-timeout-ms: a transient failure, not the context's. */
+bool ctx_runtime_lost(const struct context *c);
+/* Start a context that ctx_runtime_lost says is dead for that reason again (as
+ * ctx_restart). 0, or -errno (-EINVAL when it is not). */
+int ctx_revive(struct context *c);
 
 /* Told once, when what was waited for happened (ok) or cannot (ok false, why may say
  * why). May be called from any engine function that changes the context's state. */

@@ -63,7 +63,7 @@ static void drain_output(struct ctx_proc *p)
             if (n <= 0)
                 break;
             if (p->ctx)
-                ctx_run_output(p->ctx, i == 1, chunk, (size_t)n);
+                ctx_lines_add(p, i == 1, chunk, (size_t)n);
         }
     }
 }
@@ -76,7 +76,7 @@ static void out_read(struct ctx_proc *p, bool is_err, ssize_t n, const char *dat
         return;
     }
     if (n > 0 && p->ctx)
-        ctx_run_output(p->ctx, is_err, data, (size_t)n);
+        ctx_lines_add(p, is_err, data, (size_t)n);
 }
 
 void ctx_set_paused(struct context *c, bool paused)
@@ -160,6 +160,8 @@ static void on_message(struct context *c, struct ctx_proc *p, const char *line, 
         ctx_proc_kill(p);
         return;
     }
+    if (strcmp(type, "stream") != 0)
+        ctx_lines_flush(p); /* what the pipes hold was written before this message */
     struct ctx_run *r = c->cur;
     const char *mid = json_string_value(json_object_get(msg, "id"));
     if (r && mid && strcmp(mid, r->id) != 0 && strcmp(type, "stream") != 0) {
@@ -195,6 +197,7 @@ static void chan_eof(struct ctx_proc *p)
 {
     struct context *c = p->ctx;
     drain_output(p); /* the child has closed the channel already */
+    ctx_lines_flush(p);
     if (p->zyg_pending || child_starting(p->ch))
         return; /* the zygote's or init's answer will say what happened */
     if (!child_watched(p->ch) && c && !p->exited)

@@ -15,7 +15,9 @@
  *
  * Ordering: a context flushes stdout/stderr before each channel message, and here every
  * channel message is handled only after both pipes have been drained (context_channel.c),
- * so what was printed before a result reaches the sink before it.
+ * and every message but a stream one only after the partial lines held from the pipes
+ * were passed on (context_lines.c), so what was printed before a result reaches the sink
+ * before it, and pipe output reaches it in whole lines.
  *
  * Memory: the channel line being assembled is a buf charged to the sandbox's budget
  * (budget.h) as it grows: a line the budget refuses, or longer than --max-result-bytes, is
@@ -38,17 +40,24 @@
 #include "jail.h"
 #include "sandbox.h"
 
+/* The longest partial line of a pipe held for the rest of it (context_lines.c): longer
+ * ones are passed on as they are. Lines up to it are never split by other output. */
+#define CTX_LINE_CAP 65536
+
 struct ctx_proc {
     struct context *ctx; /* NULL once detached */
     child *ch;           /* the process and its pipes (channel, stdout, stderr); child.h */
     bool exited, ready, dying;
     uint64_t oom_base; /* the sandbox's OOM-kill count when this incarnation began */
     bool zyg_pending;  /* the zygote has not answered the fork yet (a hold on ch) */
+    bool zyg_lost;     /* the fork failed because the zygote died or was restarting */
     char why[160];     /* the zygote's reason when the fork failed */
     int status;
     buf line;            /* channel bytes up to the next newline, charged to bg */
     budget *bg;          /* the sandbox's budget; one reference */
     char limit_why[256]; /* why a channel message was refused (OutputLimitError) */
+    buf part[2];         /* stdout, stderr pipe bytes after the last newline (context_lines.c) */
+    uint64_t part_ms[2]; /* when each partial line began (loop time) */
 };
 
 struct ctx_run {
@@ -61,7 +70,9 @@ struct ctx_run {
     uint64_t timeout_ms;
     json_t *error;
     bool timed_out, interrupted, killed, state_lost, paused;
+    bool report_death; /* answered at once: the context died while idle before it */
     uint64_t start_ns;
+    uint64_t oom_base; /* the sandbox's OOM-kill count when the run started */
 };
 
 /* A caller waiting for a context to be ready (create, restart) or a run to end
@@ -89,9 +100,19 @@ struct context {
     struct ctx_waiter *waiters;
     uv_timer_t timer; /* start timeout, run timeout, kill grace */
     bool deleting;
-    bool ever_ready;      /* an incarnation that never got ready is not retried */
-    struct context *next; /* the sandbox's list */
-    uint64_t frozen_mark; /* lifecycle.h: its timeouts count only unsuspended time */
+    bool ever_ready; /* an incarnation that never got ready is not retried */
+    /* Died while idle: how and when, reported (ContextDied) to the next run. */
+    char died_how[200];
+    uint64_t died_ms;
+    /* Waiting for the Python zygote to be back (it died or was restarting when this
+     * context needed a process): retried until rt_deadline (loop ms), then dead with
+     * rt_lost set. */
+    bool rt_wait, rt_lost;
+    uint64_t rt_deadline;
+    uv_timer_t line_timer; /* flushes partial output lines (context_lines.c) */
+    int open_timers;       /* timer handles not closed yet; freed at 0 */
+    struct context *next;  /* the sandbox's list */
+    uint64_t frozen_mark;  /* lifecycle.h: its timeouts count only unsuspended time */
 };
 
 /* Set by ctx_init. */
@@ -102,6 +123,10 @@ extern const struct config *ctx_cfg;
 /* The incarnation p of c ended (exit seen, or killed): say what the run in flight
  * reports, then start a fresh incarnation unless the context is going away. */
 void ctx_proc_died(struct context *c, struct ctx_proc *p);
+/* Answer r (the run in flight) with the ContextDied report of a death while idle. */
+void ctx_report_death(struct context *c, struct ctx_run *r);
+/* The zygote may be back: try to start the context's process again. */
+void ctx_runtime_retry(struct context *c);
 /* Tell every waiter of this kind, and free it. */
 void ctx_answer_waiters(struct context *c, enum ctx_wait_kind kind, bool ok, const char *why);
 
@@ -125,6 +150,18 @@ void ctx_send_execute(struct context *c, const struct ctx_run *r);
 /* The child's reads (child_ops alloc and read) of an incarnation's pipes. */
 void ctx_chan_alloc(void *owner, int i, uv_buf_t *b);
 void ctx_chan_read(void *owner, int i, ssize_t n, const char *data);
+
+/* context_lines.c — pipe output as whole lines */
+/* Bytes read from the incarnation's stdout (is_err false) or stderr pipe: whole lines
+ * go to the run at once, the rest waits for its newline, for --output-line-wait-ms, or
+ * for ctx_lines_flush. */
+void ctx_lines_add(struct ctx_proc *p, bool is_err, const char *data, size_t n);
+/* Give the run every partial line held (before a result, an error, the end, a death). */
+void ctx_lines_flush(struct ctx_proc *p);
+/* The context's line timer fired. */
+void ctx_lines_timer_cb(uv_timer_t *t);
+/* Free what p holds. */
+void ctx_lines_free(struct ctx_proc *p);
 
 /* context_run.c */
 /* Start the next queued run if the context is idle. */

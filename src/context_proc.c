@@ -25,6 +25,7 @@ static void proc_freed(void *owner)
 {
     struct ctx_proc *p = owner;
     buf_free(&p->line);
+    ctx_lines_free(p);
     budget_unref(p->bg);
     free(p);
 }
@@ -90,6 +91,7 @@ static void zyg_forked(pid_t pid, pid_t ns_pid, const char *msg, void *arg)
     } else if (p->ctx) {
         log_warn("context %s: the zygote could not fork it: %s", p->ctx->id, msg ? msg : "");
         snprintf(p->why, sizeof p->why, "%s", msg ? msg : strerror(-pid));
+        p->zyg_lost = pid == -EPIPE || pid == -EAGAIN; /* the zygote died: retried */
         ctx_proc_died(p->ctx, p);
     }
     child_unhold(p->ch); /* may free p */
@@ -146,6 +148,10 @@ int ctx_proc_start(struct context *c, char *err, size_t errlen)
     buf_init(&p->line, ctx_cfg->max_result_bytes);
     p->bg = budget_ref(c->sb->budget);
     buf_set_budget(&p->line, p->bg);
+    for (int i = 0; i < 2; i++) {
+        buf_init(&p->part[i], CTX_LINE_CAP);
+        buf_set_budget(&p->part[i], p->bg);
+    }
     p->ctx = c;
     p->oom_base = jail_oom_kills(c->sb->jail);
     if ((rc = spawn_child(c, p, envp, err, errlen)))
@@ -162,6 +168,7 @@ fail:
     free(envp);
     child_discard(p->ch);
     buf_free(&p->line);
+    ctx_lines_free(p);
     budget_unref(p->bg);
     free(p);
     return rc ? rc : -EIO;

@@ -37,6 +37,8 @@ void ctx_run_answer(struct ctx_run *r)
         .state_preserved = !r->state_lost,
         .error = r->error,
     };
+    if (c->proc && c->sb)
+        c->proc->oom_base = jail_oom_kills(c->sb->jail); /* idle from now on */
     r->sink->end(r->arg, &e);
     run_free(r);
 }
@@ -82,9 +84,18 @@ void ctx_run_next(struct context *c)
     if (!c->q_head)
         c->q_tail = NULL;
     r->next = NULL;
+    ctx_lines_flush(c->proc); /* written between runs: no run's (dropped) */
     c->cur = r;
     c->state = CTX_BUSY;
     r->start_ns = uv_hrtime();
+    r->oom_base = c->sb ? jail_oom_kills(c->sb->jail) : 0;
+    if (c->died_how[0]) {
+        /* it died while idle: this run reports it (from the loop, not from inside
+         * ctx_run_queue, whose caller is not ready for its end yet) */
+        r->report_death = true;
+        uv_timer_start(&c->timer, ctx_timer_cb, 0, 0);
+        return;
+    }
     ctx_send_execute(c, r);
     if (r->timeout_ms)
         life_timer_start(c->sb, &c->frozen_mark, &c->timer, ctx_timer_cb, r->timeout_ms);
@@ -139,6 +150,14 @@ void ctx_timer_cb(uv_timer_t *t)
 {
     struct context *c = t->data;
     struct ctx_proc *p = c->proc;
+    if (c->rt_wait) {
+        ctx_runtime_retry(c);
+        return;
+    }
+    if (c->cur && c->cur->report_death) {
+        ctx_report_death(c, c->cur);
+        return;
+    }
     if (life_timer_defer(c->sb, &c->frozen_mark, t, ctx_timer_cb))
         return; /* the sandbox was suspended: its time is not the run's */
     if (c->state == CTX_STARTING) {

@@ -641,6 +641,11 @@ bool zyg_available(void)
     return Z.state == Z_READY;
 }
 
+bool zyg_restarting(void)
+{
+    return Z.state == Z_BACKOFF || (Z.state == Z_STARTING && Z.version[0]);
+}
+
 unsigned zyg_forks_in_flight(void)
 {
     return Z.npending;

@@ -60,6 +60,10 @@ const char *zyg_version(void);
 /* True while a zygote is ready to take requests. */
 bool zyg_available(void);
 
+/* True while the zygote is being restarted after it died (a fork fails with -EAGAIN
+ * until it is ready again): a transient state, unlike a zygote that never started. */
+bool zyg_restarting(void);
+
 /* Fork requests sent and not answered yet: their contexts may already exist as the
  * daemon's children, not adopted by any sandbox yet (for the reaper, reaper.h). */
 unsigned zyg_forks_in_flight(void);

@@ -151,11 +151,13 @@ static void death_fails_in_flight_then_restarts(void **state)
         assert_int_equal(replies[i].pid, -EPIPE);
     assert_int_equal(zyg_forks_in_flight(), 0);
     assert_false(zyg_available());
+    assert_true(zyg_restarting()); /* transient: contexts wait for it */
     assert_int_equal(fork_in("/ok", 3), -EAGAIN);
     uint64_t t0 = uv_hrtime(); /* the first backoff is 100 ms */
     while (!zyg_available() && uv_hrtime() - t0 < 5000000000ull)
         uv_run(loop, UV_RUN_ONCE);
     assert_true(zyg_available());
+    assert_false(zyg_restarting());
     assert_true(zyg_pid() != before);
     assert_int_equal(fork_in("/ok", 4), 0);
     wait_replies(3);
@@ -172,6 +174,7 @@ static void stop_cancels_what_is_left(void **state)
     assert_int_equal(replies[0].pid, -ECANCELED);
     assert_int_equal(zyg_forks_in_flight(), 0);
     assert_false(zyg_available());
+    assert_false(zyg_restarting()); /* stopped for good */
     zyg_stop(); /* a second stop: nothing more */
     assert_int_equal(nreplies, 1);
 }

@@ -27,9 +27,9 @@ def test_output_streams_while_the_cell_runs(ctx):
     start = time.monotonic()
     msg = ctx.next_message()
     # well before the cell ends (a generous bound: the machine may be busy)
-    assert time.monotonic() - start < 2 and msg["text"] == "early"
+    assert time.monotonic() - start < 2 and msg["text"] == "early\n"
     run = ctx.collect("stream")
-    assert run.stdout == "\nlate\n"
+    assert run.stdout == "late\n"
 
 
 def test_invalid_unicode_is_replaced_not_raised(ctx):
