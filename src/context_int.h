@@ -67,6 +67,12 @@ struct ctx_run {
     json_t *error;
     bool timed_out, interrupted, killed, state_lost, paused;
     uint64_t start_ns;
+    /* usage (context_run.c): the process measured, its CPU ticks at the start */
+    pid_t usage_pid;
+    uint64_t usage_ticks0;
+    /* ctx_run_fail: the error the run ends with, whatever ends it */
+    char fail_name[32];
+    char fail_why[200];
 };
 
 /* A caller waiting for a context to be ready (create, restart) or a run to end
