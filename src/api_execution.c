@@ -65,6 +65,7 @@ static void follow_done(void *arg)
     struct api_follow *a = arg;
     a->req->on_abort = NULL;
     a->req->on_drain = NULL;
+    a->req->on_peer_eof = NULL;
     if (a->stream)
         sse_end(&a->sse);
     else
@@ -84,6 +85,14 @@ static void follow_drained(http_req *req, void *arg)
     exe_follower_resume(a->f);
 }
 
+/* The client closed its side: it may be gone, the run does not wait for it. */
+static void follow_peer_eof(http_req *req, void *arg)
+{
+    struct api_follow *a = arg;
+    (void)req;
+    exe_follower_loose(a->f);
+}
+
 /* The client went away: the run goes on without this follower. */
 static void follow_aborted(http_req *req, void *arg)
 {
@@ -91,6 +100,7 @@ static void follow_aborted(http_req *req, void *arg)
     exe_follower_detach(a->f);
     req->on_abort = NULL;
     req->on_drain = NULL;
+    req->on_peer_eof = NULL;
     if (a->stream)
         sse_end(&a->sse); /* completes the request; nothing more is written */
     else
@@ -123,6 +133,9 @@ int api_exe_attach(struct app *app, http_req *req, execution *e, bool stream, ui
     req->cb_arg = a;
     req->on_abort = follow_aborted;
     req->on_drain = follow_drained;
+    req->on_peer_eof = follow_peer_eof;
+    if (req->peer_eof)
+        exe_follower_loose(a->f);
     if (stream)
         sse_begin_with(&a->sse, req, a->hdr);
     exe_follower_start(a->f);

@@ -47,6 +47,7 @@ struct exe_follower {
     execution *e;
     bool events;
     bool paused;
+    bool loose;    /* exe_follower_loose: does not hold the run */
     uint64_t next; /* id of the next event to send */
     const struct exe_follower_ops *ops;
     void *arg;
@@ -78,7 +79,7 @@ struct execution {
     bool state_preserved;
     /* followers, and who holds the execution */
     exe_follower *followers;
-    unsigned nfollow, nstream, refs;
+    unsigned nfollow, nstream, nloose, refs;
     uv_timer_t timer;
     struct execution *lnext;
 };
@@ -178,10 +179,12 @@ static void update_grace(execution *e)
 {
     if (e->state == EXE_DONE)
         return;
-    if (e->nfollow == 0)
-        uv_timer_start(&e->timer, timer_cb, exe_cfg->reattach_grace_ms, 0);
-    else
+    if (e->nfollow == e->nloose) {
+        if (!uv_is_active((uv_handle_t *)&e->timer))
+            uv_timer_start(&e->timer, timer_cb, exe_cfg->reattach_grace_ms, 0);
+    } else {
         uv_timer_stop(&e->timer);
+    }
 }
 
 static void on_sandbox_destroy(sandbox *sb)
@@ -410,7 +413,6 @@ static void sink_end(void *arg, const struct ctx_run_end *x)
             append(e, i ? "stderr" : "stdout", s, len, 0, true);
     }
     e->run = NULL;
-    e->state = EXE_DONE;
     e->error = x->error ? json_deep_copy(x->error) : NULL;
     e->exec_count = x->exec_count;
     e->duration_ms = x->duration_ms;
@@ -432,6 +434,7 @@ static void sink_end(void *arg, const struct ctx_run_end *x)
     char *s = buf_steal(&b);
     if (s)
         append(e, "end", s, len, 0, true);
+    e->state = EXE_DONE; /* only now: followers end after the end event */
     /* the request is no longer held, only the code (for the document) */
     size_t keep = json_string_length(e->code) + 256;
     if (e->held > keep) {
@@ -671,6 +674,8 @@ static void follower_free(exe_follower *f)
     e->nfollow--;
     if (f->events)
         e->nstream--;
+    if (f->loose)
+        e->nloose--;
     free(f);
     update_grace(e);
     /* a finished execution is retained from when its last reader left */
@@ -757,6 +762,15 @@ void exe_follower_resume(exe_follower *f)
 {
     f->paused = false;
     push(f);
+}
+
+void exe_follower_loose(exe_follower *f)
+{
+    if (f->loose)
+        return;
+    f->loose = true;
+    f->e->nloose++;
+    update_grace(f->e);
 }
 
 void exe_follower_detach(exe_follower *f)

@@ -108,6 +108,10 @@ exe_follower *exe_follow(execution *e, bool events, uint64_t after,
 void exe_follower_start(exe_follower *f);
 /* The receiver took what was sent: send on. */
 void exe_follower_resume(exe_follower *f);
+/* The receiver may be gone (its client closed its side; it may only have half-closed):
+ * f no longer holds the run (the re-attach grace runs as if it had gone), but it is still
+ * told everything. */
+void exe_follower_loose(exe_follower *f);
 /* The receiver went away: no more calls; f is freed. */
 void exe_follower_detach(exe_follower *f);
 

@@ -417,6 +417,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             return; /* http_conn_process_input decides once the pending bytes are parsed */
         if (c->busy && (!c->req->body_streaming || c->req->body_complete) && !c->req->streaming) {
             c->req->keep_alive = false; /* answer a half-closed client, then close */
+            c->req->peer_eof = true;
+            if (c->req->on_peer_eof)
+                c->req->on_peer_eof(c->req, c->req->cb_arg);
             return;
         }
     }
