@@ -217,9 +217,9 @@ void api_context_queue(struct app *app, http_req *req, const route_params *p)
             http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
         return;
     }
-    api_respond_json(req, 200,
-                     json_pack("{s:o, s:o}", "running", running ? running : json_null(), "queued",
-                               queued));
+    api_respond_json(
+        req, 200,
+        json_pack("{s:o, s:o}", "running", running ? running : json_null(), "queued", queued));
 }
 
 void api_context_restart(struct app *app, http_req *req, const route_params *p)

@@ -80,7 +80,7 @@ struct http_req {
     char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
     char last_event_id[32]; /* Last-Event-ID (SSE re-attach), "" when absent */
-    bool want_sse; /* Accept names text/event-stream */
+    bool want_sse;          /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
     uint64_t content_length; /* when has_content_length */
