@@ -1,5 +1,7 @@
 /*
- * execution.c — executions (see execution.h for the contract and the policy).
+ * execution.c — executions (see execution.h for the contract and the policy): their
+ * lifetime, the run's sink, the log and its followers; the JSON a client reads is
+ * execution_json.c's, the structures are in execution_int.h.
  *
  * Data structures: each sandbox's sb->executions is a struct exe_set, a list of executions
  * in arrival order (so a context's queue is the list filtered by context). An execution
@@ -16,7 +18,7 @@
  * sandbox that nobody follows; what still does not fit is forced (a follower needs it)
  * and the context is not read until there is room again, or dropped (nobody needs it).
  */
-#include "execution.h"
+#include "execution_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,59 +37,6 @@
 /* A read taken even without room, when every streamed follower has been sent everything
  * (a stream that is read never starves because of the sandbox's other holdings). */
 #define READ_FLOOR 4096
-
-struct ev {
-    const char *type; /* static */
-    char *data;       /* one line of JSON */
-    size_t len;
-    size_t raw; /* output bytes carried (stdout/stderr), for max-output-bytes */
-};
-
-struct exe_follower {
-    execution *e;
-    bool events;
-    bool paused;
-    bool loose;    /* exe_follower_loose: does not hold the run */
-    uint64_t next; /* id of the next event to send */
-    const struct exe_follower_ops *ops;
-    void *arg;
-    struct exe_follower *fnext;
-};
-
-struct execution {
-    char id[40], cid[40];
-    sandbox *sb;         /* NULL once no longer listed */
-    struct ctx_run *run; /* until the sink's end */
-    enum exe_state state;
-    json_t *code;
-    uint64_t queued_ms, started_ms;
-    budget *bg;
-    size_t held; /* the request's bytes, then the code's */
-    struct ev *evs;
-    size_t head, n, alloc;
-    uint64_t first_id, next_id;
-    size_t log_bytes;
-    uint64_t dropped_events;
-    bool reading_paused, failing;
-    budget_waiter bw;
-    esc_carry c_out, c_err;
-    /* the end */
-    json_t *error;
-    int exec_count;
-    double duration_ms, cpu_ms;
-    int64_t peak_memory;
-    bool state_preserved;
-    /* followers, and who holds the execution */
-    exe_follower *followers;
-    unsigned nfollow, nstream, nloose, refs;
-    uv_timer_t timer;
-    struct execution *lnext;
-};
-
-struct exe_set {
-    execution *head, *tail;
-    unsigned n;
-};
 
 static uv_loop_t *exe_loop;
 static const struct config *exe_cfg;
@@ -133,7 +82,7 @@ static void exe_unref(execution *e)
     uv_close((uv_handle_t *)&e->timer, exe_closed);
 }
 
-static struct exe_set *set_of(sandbox *sb, bool make)
+struct exe_set *exe__set_of(sandbox *sb, bool make)
 {
     if (!sb->executions && make)
         sb->executions = calloc(1, sizeof(struct exe_set));
@@ -143,7 +92,7 @@ static struct exe_set *set_of(sandbox *sb, bool make)
 /* Take e out of its sandbox's list (it is then not found any more). */
 static void forget(execution *e)
 {
-    struct exe_set *s = e->sb ? set_of(e->sb, false) : NULL;
+    struct exe_set *s = e->sb ? exe__set_of(e->sb, false) : NULL;
     if (!s)
         return;
     execution **pp = &s->head, *prev = NULL;
@@ -189,7 +138,7 @@ static void update_grace(execution *e)
 
 static void on_sandbox_destroy(sandbox *sb)
 {
-    struct exe_set *s = set_of(sb, false);
+    struct exe_set *s = exe__set_of(sb, false);
     if (!s)
         return;
     while (s->head)
@@ -227,7 +176,7 @@ static bool has_room(const execution *e, size_t need)
  * until need bytes of the budget are free. */
 static void reclaim(execution *e, size_t need)
 {
-    struct exe_set *s = e->sb ? set_of(e->sb, false) : NULL;
+    struct exe_set *s = e->sb ? exe__set_of(e->sb, false) : NULL;
     for (execution *x = s ? s->head : NULL; x && budget_room(e->bg) < need; x = x->lnext)
         if (x != e && x->state == EXE_DONE && x->nfollow == 0)
             drop_events(x, x->n);
@@ -386,22 +335,6 @@ static void sink_start(void *arg)
     e->started_ms = stamp_now_ms();
 }
 
-/* "null" or the number. */
-static void put_usage(buf *b, const execution *e)
-{
-    buf_puts(b, "{\"cpuMs\":");
-    if (e->cpu_ms >= 0)
-        buf_printf(b, "%.0f", e->cpu_ms);
-    else
-        buf_puts(b, "null");
-    buf_puts(b, ",\"peakMemoryBytes\":");
-    if (e->peak_memory >= 0)
-        buf_printf(b, "%lld", (long long)e->peak_memory);
-    else
-        buf_puts(b, "null");
-    buf_puts(b, "}");
-}
-
 static void sink_end(void *arg, const struct ctx_run_end *x)
 {
     execution *e = arg;
@@ -428,7 +361,7 @@ static void sink_end(void *arg, const struct ctx_run_end *x)
     buf_init(&b, 4096);
     buf_printf(&b, "{\"executionCount\":%d,\"durationMs\":%.3f,\"statePreserved\":%s,\"usage\":",
                e->exec_count, e->duration_ms, e->state_preserved ? "true" : "false");
-    put_usage(&b, e);
+    exe__put_usage(&b, e);
     buf_puts(&b, "}");
     len = b.len;
     char *s = buf_steal(&b);
@@ -479,7 +412,7 @@ static int make_slot(struct exe_set *s)
 int exe_start(sandbox *sb, struct context *c, json_t *code, json_t *env, uint64_t timeout_ms,
               size_t held, execution **out, char *err, size_t errlen)
 {
-    struct exe_set *s = set_of(sb, true);
+    struct exe_set *s = exe__set_of(sb, true);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -530,7 +463,7 @@ int exe_start(sandbox *sb, struct context *c, json_t *code, json_t *env, uint64_
 
 execution *exe_find(sandbox *sb, const char *eid)
 {
-    struct exe_set *s = set_of(sb, false);
+    struct exe_set *s = exe__set_of(sb, false);
     for (execution *e = s ? s->head : NULL; e; e = e->lnext)
         if (strcmp(e->id, eid) == 0)
             return e;
@@ -565,100 +498,6 @@ budget *exe_budget(const execution *e)
 unsigned exe_followers(const execution *e)
 {
     return e->nfollow;
-}
-
-static const char *const STATE_NAMES[] = { "queued", "running", "done" };
-
-json_t *exe_summary_json(const execution *e)
-{
-    char q[32], st[32];
-    stamp_iso8601(e->queued_ms, q, sizeof q);
-    stamp_iso8601(e->started_ms, st, sizeof st);
-    return json_pack("{s:s, s:s, s:O, s:s, s:s, s:s?}", "id", e->id, "contextId", e->cid, "code",
-                     e->code, "state", STATE_NAMES[e->state], "queuedAt", q, "startedAt",
-                     e->started_ms ? st : NULL);
-}
-
-int exe_queue_json(sandbox *sb, const char *cid, json_t **running, json_t **queued)
-{
-    struct exe_set *s = set_of(sb, false);
-    *running = NULL;
-    *queued = json_array();
-    if (!*queued)
-        return -ENOMEM;
-    for (execution *e = s ? s->head : NULL; e; e = e->lnext) {
-        if (strcmp(e->cid, cid) != 0 || e->state == EXE_DONE)
-            continue;
-        if (e->state == EXE_RUNNING && !*running)
-            *running = exe_summary_json(e);
-        else
-            json_array_append_new(*queued, exe_summary_json(e));
-    }
-    return 0;
-}
-
-/* The output events of one stream as a JSON array of strings, each stream cut (at an
- * event) at max bytes of output. */
-static void put_stream(buf *b, const execution *e, const char *type, uint64_t max, bool *cut)
-{
-    size_t used = 0;
-    bool first = true;
-    buf_puts(b, "[");
-    for (size_t i = 0; i < e->n; i++) {
-        const struct ev *v = &e->evs[e->head + i];
-        if (strcmp(v->type, type) != 0)
-            continue;
-        if (used + v->raw > max) {
-            *cut = true;
-            break;
-        }
-        used += v->raw;
-        /* {"text":"…"}: the string literal is all but the first 8 and the last byte */
-        if (!first)
-            buf_puts(b, ",");
-        buf_append(b, v->data + 8, v->len - 9);
-        first = false;
-    }
-    buf_puts(b, "]");
-}
-
-int exe_document(const execution *e, uint64_t max_output_bytes, buf *b)
-{
-    if (e->state != EXE_DONE)
-        return -EAGAIN;
-    buf_init(b, e->log_bytes + json_string_length(e->code) * 6 + 65536);
-    buf_printf(b, "{\"id\":\"%s\",\"contextId\":\"%s\",\"code\":", e->id, e->cid);
-    esc_json_quoted(b, json_string_value(e->code), json_string_length(e->code));
-    buf_printf(b, ",\"state\":\"done\",\"executionCount\":%d,\"results\":[", e->exec_count);
-    bool first = true;
-    for (size_t i = 0; i < e->n; i++) {
-        const struct ev *v = &e->evs[e->head + i];
-        if (strcmp(v->type, "result") != 0)
-            continue;
-        if (!first)
-            buf_puts(b, ",");
-        buf_append(b, v->data, v->len);
-        first = false;
-    }
-    bool cut = false;
-    buf_puts(b, "],\"logs\":{\"stdout\":");
-    put_stream(b, e, "stdout", max_output_bytes, &cut);
-    buf_puts(b, ",\"stderr\":");
-    put_stream(b, e, "stderr", max_output_bytes, &cut);
-    buf_puts(b, "},\"error\":");
-    char *err = e->error ? json_dumps(e->error, JSON_COMPACT) : NULL;
-    buf_puts(b, err ? err : "null");
-    free(err);
-    buf_printf(b, ",\"statePreserved\":%s,\"truncated\":%s", e->state_preserved ? "true" : "false",
-               cut || e->dropped_events ? "true" : "false");
-    if (e->dropped_events)
-        buf_printf(b, ",\"truncatedBy\":\"execution-log-bytes\",\"droppedEvents\":%llu",
-                   (unsigned long long)e->dropped_events);
-    else if (cut)
-        buf_puts(b, ",\"truncatedBy\":\"max-output-bytes\"");
-    buf_puts(b, ",\"usage\":");
-    put_usage(b, e);
-    return buf_printf(b, ",\"durationMs\":%.3f}", e->duration_ms);
 }
 
 /* ---- followers ---- */
@@ -736,7 +575,7 @@ exe_follower *exe_follow(execution *e, bool events, uint64_t after,
         return NULL;
     f->e = e;
     f->events = events;
-    f->next = after + 1;
+    f->next = after < UINT64_MAX ? after + 1 : UINT64_MAX;
     f->ops = ops;
     f->arg = arg;
     f->paused = true; /* until exe_follower_start */
@@ -788,7 +627,7 @@ int exe_cancel(execution *e, const char *why)
 void exe_fail_all(const char *name, const char *why)
 {
     for (sandbox *sb = sbx_first(); sb; sb = sb->lnext) {
-        struct exe_set *s = set_of(sb, false);
+        struct exe_set *s = exe__set_of(sb, false);
         for (execution *e = s ? s->head : NULL, *ne; e; e = ne) {
             ne = e->lnext;
             if (e->state != EXE_DONE && e->run && !e->failing) {
