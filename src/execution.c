@@ -51,20 +51,22 @@ static void exe_closed(uv_handle_t *h)
     free(h->data);
 }
 
+/* Drop the oldest count events. The log is consistent before each release: releasing
+ * may wake this execution's own budget waiter, which may drop more (maybe_resume). */
 static void drop_events(execution *e, size_t count)
 {
     for (size_t i = 0; i < count && e->n; i++) {
-        struct ev *v = &e->evs[e->head];
-        budget_release(e->bg, v->len + EV_OVERHEAD);
-        e->log_bytes -= v->len + EV_OVERHEAD;
-        free(v->data);
+        struct ev v = e->evs[e->head];
         e->head++;
         e->n--;
+        if (e->n == 0)
+            e->head = 0;
         e->first_id++;
         e->dropped_events++;
+        e->log_bytes -= v.len + EV_OVERHEAD;
+        free(v.data);
+        budget_release(e->bg, v.len + EV_OVERHEAD);
     }
-    if (e->n == 0)
-        e->head = 0;
 }
 
 static void exe_unref(execution *e)
@@ -264,6 +266,8 @@ static void maybe_resume(execution *e)
         return;
     if (!read_room(e) && sent_to_all(e) < e->next_id)
         return; /* a follower still has to take what is kept */
+    if (!e->reading_paused)
+        return; /* resumed meanwhile: read_room's drops woke our budget waiter */
     e->reading_paused = false;
     budget_cancel(e->bg, &e->bw);
     ctx_run_resume(e->run);
