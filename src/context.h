@@ -101,7 +101,7 @@ struct ctx_run_end {
     json_t *error;        /* {"name","message","traceback"}, or NULL when none */
     /* The run's usage (context_run.c): CPU time of the context's process and the children
      * it waited for, and its peak resident memory, both over this run only; -1 when they
-     * could not be read (the process died, or a Node context: see docs/api.md). */
+     * could not be read (the process died during the run). */
     double cpu_ms;
     int64_t peak_memory_bytes;
 };

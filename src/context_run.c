@@ -10,9 +10,10 @@
  * Usage of a run: the CPU time of the context's process (utime + stime of it and of the
  * children it waited for, /proc/<pid>/stat) at the end minus at the start, and its peak
  * resident memory (VmHWM of /proc/<pid>/status, reset at the start by writing 5 to
- * /proc/<pid>/clear_refs). The pid is the daemon's own child (a Python context); these are
- * reads of a known pid that never wait for the sandbox. A Node context's host pid is not
- * known here, and a process that died is gone: then the usage is unknown (-1).
+ * /proc/<pid>/clear_refs). The pid is the daemon's own child (a Python context) or found
+ * among the sandbox init's children (a Node context, jail_proc_host_pid); these are reads
+ * of a known pid that never wait for the sandbox. A process that died is gone: then the
+ * usage is unknown (-1).
  */
 #include "context_int.h"
 
@@ -69,10 +70,16 @@ static int64_t read_peak_rss(pid_t pid)
     return kb < 0 ? -1 : kb * 1024;
 }
 
-/* The run starts on c's process: remember its CPU time, reset its peak memory. */
-static void usage_begin(struct ctx_run *r, const struct ctx_proc *p)
+/* The run starts on c's process: remember its CPU time, reset its peak memory. A Node
+ * context's host pid is looked up once (jail_proc_host_pid) and kept in its proc. */
+static void usage_begin(struct ctx_run *r, struct ctx_proc *p)
 {
     r->usage_pid = 0;
+    if (p && p->host_pid <= 0 && p->jp) {
+        pid_t hp = jail_proc_host_pid(p->jp);
+        if (hp > 0)
+            p->host_pid = hp;
+    }
     if (!p || p->host_pid <= 0 || read_cpu_ticks(p->host_pid, &r->usage_ticks0))
         return;
     char path[64];

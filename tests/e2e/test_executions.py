@@ -304,6 +304,9 @@ def test_usage_is_per_run(d, sb, ctx):
     assert after["usage"]["peakMemoryBytes"] < big["usage"]["peakMemoryBytes"] - 100e6
     events = run(d, sb.id, "1", stream=True, context=ctx)
     assert set(events[-1][2]["usage"]) == {"cpuMs", "peakMemoryBytes"}
+    js = run(d, sb.id, "let t = Date.now(); while (Date.now() - t < 300) {}\n"
+             "const a = Buffer.alloc(200e6, 1); a.length", language="javascript")
+    assert js["usage"]["cpuMs"] >= 100 and js["usage"]["peakMemoryBytes"] >= 150e6, js["usage"]
 
 
 def test_heartbeat_on_a_silent_stream(make_daemon):
