@@ -60,9 +60,20 @@ int ctx_run_cancel(struct ctx_run *r, const char *why)
     return 2;
 }
 
+static char failed_with[64];
+
+/* As the engine does: the run ends now with that error. */
 void ctx_run_fail(struct ctx_run *r, const char *name, const char *why)
 {
-    (void)r, (void)name, (void)why;
+    snprintf(failed_with, sizeof failed_with, "%s: %s", name, why);
+    json_t *err = json_pack("{s:s, s:s, s:[]}", "name", name, "message", why, "traceback");
+    struct ctx_run_end x = { .run_id = r->id,
+                             .context_id = "ctx-test",
+                             .error = err,
+                             .cpu_ms = -1,
+                             .peak_memory_bytes = -1 };
+    r->sink->end(r->arg, &x);
+    json_decref(err);
 }
 
 void ctx_get_info(const struct context *c, struct ctx_info *out)
@@ -78,9 +89,11 @@ int sbx_on_destroy(void (*hook)(sandbox *s))
     return 0;
 }
 
+static sandbox *first_sandbox;
+
 sandbox *sbx_first(void)
 {
-    return NULL;
+    return first_sandbox;
 }
 
 /* ---- a follower that records what it is sent ---- */
@@ -293,6 +306,28 @@ static void test_max_executions(void **state)
     end_run(); /* the others never end: the sandbox's destruction forgets them */
 }
 
+/* The hook for a daemon that shuts down: every run not over ends with the error given, its
+ * followers get it and then end. */
+static void test_fail_all(void **state)
+{
+    (void)state;
+    execution *e = start();
+    struct rec r = { 0 };
+    exe_follower_start(exe_follow(e, true, 0, &REC, &r));
+    out("x");
+    first_sandbox = &sb;
+    failed_with[0] = '\0';
+    exe_fail_all("ContextDied", "the daemon is shutting down");
+    first_sandbox = NULL;
+    assert_string_equal(failed_with, "ContextDied: the daemon is shutting down");
+    assert_true(r.done);
+    assert_int_equal(r.n, 3);
+    assert_string_equal(r.types[1], "error");
+    assert_string_equal(r.types[2], "end");
+    assert_int_equal(exe_state(e), EXE_DONE);
+    exe_fail_all("ContextDied", "again"); /* nothing left to end */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +336,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_back_pressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grace_and_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_executions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_all, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
