@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sse.h"
 
 enum {
     ROUTE_PUBLIC = 1,      /* no token needed */
@@ -48,6 +49,10 @@ static const struct route ROUTES[] = {
     /* lifecycle: suspend and resume (lifecycle.h) */
     { "POST", "/v1/sandboxes/{sid}/suspend", H(api_sandbox_suspend), 0 },
     { "POST", "/v1/sandboxes/{sid}/resume", H(api_sandbox_resume), 0 },
+    { "GET", "/v1/sandboxes/{sid}/executions/{eid}", H(api_execution_get), 0 },
+    { "GET", "/v1/sandboxes/{sid}/executions/{eid}/events", H(api_execution_events), 0 },
+    { "DELETE", "/v1/sandboxes/{sid}/executions/{eid}", H(api_execution_delete), 0 },
+    { "GET", "/v1/sandboxes/{sid}/contexts/{cid}/queue", H(api_context_queue), 0 },
 };
 /* clang-format on */
 
@@ -77,6 +82,7 @@ void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg)
     app->loop = loop;
     app->cfg = cfg;
     app->started_ns = uv_hrtime();
+    sse_configure(loop, cfg->sse_heartbeat_ms);
     static const char *const names[] = { "python", "javascript", "typescript" };
     for (int i = 0; i < 3; i++) {
         app->langs[i].name = names[i];

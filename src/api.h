@@ -68,6 +68,13 @@ void api_update_langs(struct app *app);
 bool api_lang_available(struct app *app, http_req *req, int lang);
 void api_context_start_error(http_req *req, int rc, const char *err);
 
+/* Make req follow execution e (api_execution.c): streamed (SSE, the events after id
+ * `after`, then live) or plain (the document once the run is over). 0, or -errno when the
+ * request has been answered with an error instead (429 at --max-followers, 500). */
+struct execution;
+int api_exe_attach(struct app *app, http_req *req, struct execution *e, bool stream,
+                   uint64_t after);
+
 /* Handlers, by module. */
 void api_health(struct app *app, http_req *req, const route_params *p);
 void api_metrics(struct app *app, http_req *req, const route_params *p);
@@ -85,6 +92,10 @@ void api_context_delete(struct app *app, http_req *req, const route_params *p);
 void api_context_interrupt(struct app *app, http_req *req, const route_params *p);
 void api_context_restart(struct app *app, http_req *req, const route_params *p);
 void api_execute(struct app *app, http_req *req, const route_params *p);
+void api_execution_get(struct app *app, http_req *req, const route_params *p);
+void api_execution_events(struct app *app, http_req *req, const route_params *p);
+void api_execution_delete(struct app *app, http_req *req, const route_params *p);
+void api_context_queue(struct app *app, http_req *req, const route_params *p);
 void api_exec(struct app *app, http_req *req, const route_params *p);
 void api_process_start(struct app *app, http_req *req, const route_params *p);
 void api_process_list(struct app *app, http_req *req, const route_params *p);

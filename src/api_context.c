@@ -18,6 +18,7 @@
 
 #include "context.h"
 #include "api_fields.h"
+#include "execution.h"
 #include "api_json.h"
 #include "jsonx.h"
 #include "sandbox.h"
@@ -206,6 +207,26 @@ void api_context_interrupt(struct app *app, http_req *req, const route_params *p
                      "{\"interrupted\":false,\"statePreserved\":true}", 43, NULL);
     else if (rc)
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+}
+
+void api_context_queue(struct app *app, http_req *req, const route_params *p)
+{
+    (void)app;
+    struct context *c = lookup(req, p);
+    if (!c)
+        return;
+    struct ctx_info i;
+    json_t *running, *queued;
+    ctx_get_info(c, &i);
+    sandbox *sb = api_sandbox_lookup(req, p);
+    if (!sb || exe_queue_json(sb, i.id, &running, &queued)) {
+        if (sb)
+            http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+        return;
+    }
+    api_respond_json(
+        req, 200,
+        json_pack("{s:o, s:o}", "running", running ? running : json_null(), "queued", queued));
 }
 
 void api_context_restart(struct app *app, http_req *req, const route_params *p)

@@ -45,10 +45,11 @@ struct child {
     bool live, released, exited;
     int handles;
     unsigned holds;
-    jail_req *req;  /* child_spawn: init has not answered yet */
-    jail_proc *jp;  /* its exit is watched, not reported yet */
-    pid_t host_pid; /* child_adopt's, until its exit */
-    pid_t pid;      /* inside the sandbox */
+    jail_req *req;       /* child_spawn: init has not answered yet */
+    jail_proc *jp;       /* its exit is watched, not reported yet */
+    pid_t host_pid;      /* child_adopt's, until its exit */
+    pid_t seen_host_pid; /* a spawned one's, once child_host_pid looked it up */
+    pid_t pid;           /* inside the sandbox */
 };
 
 static void maybe_free(child *ch)
@@ -319,6 +320,17 @@ int child_spawn(child *ch, jail *j, const char *const *argv, const char *const *
     if (!rc)
         child_open(ch);
     return rc;
+}
+
+pid_t child_host_pid(child *ch)
+{
+    if (ch->host_pid > 0)
+        return ch->host_pid;
+    if (!ch->jp || ch->exited)
+        return 0;
+    if (ch->seen_host_pid <= 0)
+        ch->seen_host_pid = jail_proc_host_pid(ch->jp); /* once: it reads /proc */
+    return ch->seen_host_pid > 0 ? ch->seen_host_pid : 0;
 }
 
 int child_adopt(child *ch, jail *j, pid_t host_pid, pid_t ns_pid)

@@ -118,6 +118,9 @@ void child_timer_stop(child *ch);
 void child_kill(child *ch);
 /* sig to its process group, when it runs and is watched. */
 void child_signal(child *ch, int sig);
+/* Its pid on the host while it runs (0 when unknown or gone): the zygote's answer, or
+ * for a spawned child looked up once among the init's children (jail_proc_host_pid). */
+pid_t child_host_pid(child *ch);
 /* Its pid inside the sandbox, once started (0 before). */
 pid_t child_pid(const child *ch);
 /* child_spawn's request still waits for init's answer. */

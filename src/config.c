@@ -126,6 +126,17 @@ static const struct opt OPTS[] = {
       "Size of the private read-only tmpfs copy of --runtimes-dir (and the matplotlib cache) shown at /opt/sandboxd, MiB; made once at start." },
     { "sandbox-buffer-bytes", "SANDBOXD_SANDBOX_BUFFER_BYTES", U64(sandbox_buffer_bytes), "67108864", 1 << 20, UINT64_C(1) << 40,
       "Daemon memory one sandbox may fill (channel messages, results, captured output, log rings, queued responses, counted after escaping); past it streams pause, captures are cut (truncatedBy), a channel message fails its run." },
+    /* Executions (execution.h): a run outlives its request; and every stream's heartbeat. */
+    { "reattach-grace-ms", "SANDBOXD_REATTACH_GRACE_MS", U64(reattach_grace_ms), "30000", 0, 86400000,
+      "How long a run goes on after its last client went away (plain or streamed) for someone to re-attach (GET .../executions/{id}/events); then it is cancelled (queued) or interrupted (running)." },
+    { "execution-retention-ms", "SANDBOXD_EXECUTION_RETENTION_MS", U64(execution_retention_ms), "300000", 0, 86400000,
+      "How long a finished execution (its document and events) is kept for GET .../executions/{id}; then 404." },
+    { "execution-log-bytes", "SANDBOXD_EXECUTION_LOG_BYTES", U64(execution_log_bytes), "16777216", 1 << 20, UINT64_C(1) << 32,
+      "Events one execution keeps for re-attach, bytes (charged to the sandbox's buffer budget); past it the oldest events already sent to every streaming client are dropped, and a replay or document says so (dropped, truncatedBy)." },
+    { "max-executions", "SANDBOXD_MAX_EXECUTIONS", U64(max_executions), "1024", 1, 1000000,
+      "Executions a sandbox keeps (queued, running or finished within the retention); past it the oldest finished one nobody reads is forgotten, or a new run gets 429." },
+    { "sse-heartbeat-ms", "SANDBOXD_SSE_HEARTBEAT_MS", U64(sse_heartbeat_ms), "15000", 100, 3600000,
+      "An SSE comment line (': keep-alive') is sent on every stream after this long without an event, so proxies keep it open." },
     /* A fork by a sandbox's init is charged to the sandbox: in a memory cgroup full of
      * tmpfs pages, the OOM killer would have only the init to take. */
     { "spawn-reserve-kb", "SANDBOXD_SPAWN_RESERVE_KB", U64(spawn_reserve_kb), "1024", 0, 1 << 20,

@@ -68,6 +68,12 @@ struct config {
     uint64_t max_timeout_ms;
     uint64_t runtimes_tmpfs_mb;
     uint64_t sandbox_buffer_bytes; /* one budget per sandbox (budget.h) */
+    /* executions and streams (execution.h, sse.h) */
+    uint64_t reattach_grace_ms;
+    uint64_t execution_retention_ms;
+    uint64_t execution_log_bytes;
+    uint64_t max_executions;
+    uint64_t sse_heartbeat_ms;
     /* the sandbox's init and the OOM killer (init_serve.c) */
     uint64_t spawn_reserve_kb;
     /* a sandbox's lifecycle defaults (lifecycle.c) */

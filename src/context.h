@@ -108,11 +108,18 @@ struct ctx_run_end {
     double duration_ms;
     bool state_preserved; /* false: the context's process died or was replaced */
     json_t *error;        /* {"name","message","traceback"}, or NULL when none */
+    /* The run's usage (context_run.c): CPU time of the context's process and the children
+     * it waited for, and its peak resident memory, both over this run only; -1 when they
+     * could not be read (the process died during the run). */
+    double cpu_ms;
+    int64_t peak_memory_bytes;
 };
 
 /* Where a run's output goes. output and result return 0 to go on, or 1 to stop reading
  * the context until ctx_run_resume (back-pressure). */
 struct ctx_sink {
+    /* The run leaves the queue and starts on the context (NULL: not told). */
+    void (*start)(void *arg);
     /* Bytes the run wrote to stdout or stderr, as they come (a UTF-8 sequence may be cut
      * between calls). */
     int (*output)(void *arg, bool is_err, const char *data, size_t n);
@@ -136,7 +143,17 @@ struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env, uint
 /* Read the context again if r is running (after a sink asked to pause, or to let the
  * sink's allowance decide again). */
 void ctx_run_resume(struct ctx_run *r);
+/* The run's id ("exe-…"), valid until the sink's end returns. */
+const char *ctx_run_id(const struct ctx_run *r);
 /* True while reading is stopped on r's behalf. */
 bool ctx_run_paused(const struct ctx_run *r);
+/* Cancel r if it is queued: it leaves the queue and ends now with error Cancelled
+ * (message why), the context untouched (1). Interrupt it if it runs (SIGINT, as
+ * ctx_interrupt; 2). 0 when neither (it is ending). */
+int ctx_run_cancel(struct ctx_run *r, const char *why);
+/* End r with error name (message why) whatever it is doing: a queued run at once, a
+ * running one by killing its context's process (the context restarts, as after a
+ * crash). For a daemon that shuts down (exe_fail_all). */
+void ctx_run_fail(struct ctx_run *r, const char *name, const char *why);
 
 #endif

@@ -73,6 +73,12 @@ struct ctx_run {
     bool report_death; /* answered at once: the context died while idle before it */
     uint64_t start_ns;
     uint64_t oom_base; /* the sandbox's OOM-kill count when the run started */
+    /* usage (context_run.c): the process measured, its CPU ticks at the start */
+    pid_t usage_pid;
+    uint64_t usage_ticks0;
+    /* ctx_run_fail: the error the run ends with, whatever ends it */
+    char fail_name[32];
+    char fail_why[200];
 };
 
 /* A caller waiting for a context to be ready (create, restart) or a run to end

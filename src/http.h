@@ -79,7 +79,8 @@ struct http_req {
     buf body;
     char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
-    bool want_sse; /* Accept names text/event-stream */
+    char last_event_id[32]; /* Last-Event-ID (SSE re-attach), "" when absent */
+    bool want_sse;          /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
     uint64_t content_length; /* when has_content_length */
@@ -89,6 +90,10 @@ struct http_req {
     /* set by an asynchronous handler */
     http_req_cb on_abort; /* the client went away; stop producing */
     http_req_cb on_drain; /* a paused stream may write again */
+    /* the client closed its side before a whole (not streamed) response went out: it may
+     * be gone or only half-closed (it is still answered); peer_eof says it happened */
+    http_req_cb on_peer_eof;
+    bool peer_eof;
     void *cb_arg;
     struct budget *budget; /* charged with the response bytes queued (http_req_set_budget) */
     /* set by the handler of a streamed-body request (body_streaming) */

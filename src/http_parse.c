@@ -123,6 +123,8 @@ static int on_header_value_complete(llhttp_t *p)
         rc = take_value(c, r->authorization, sizeof r->authorization, "Authorization");
     else if (header_is(c, "content-type"))
         rc = take_value(c, r->content_type, sizeof r->content_type, "Content-Type");
+    else if (header_is(c, "last-event-id"))
+        rc = take_value(c, r->last_event_id, sizeof r->last_event_id, "Last-Event-ID");
     else if (header_is(c, "accept") && c->hvalue.data &&
              strcasestr(c->hvalue.data, "text/event-stream"))
         r->want_sse = true;
@@ -415,6 +417,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             return; /* http_conn_process_input decides once the pending bytes are parsed */
         if (c->busy && (!c->req->body_streaming || c->req->body_complete) && !c->req->streaming) {
             c->req->keep_alive = false; /* answer a half-closed client, then close */
+            c->req->peer_eof = true;
+            if (c->req->on_peer_eof)
+                c->req->on_peer_eof(c->req, c->req->cb_arg);
             return;
         }
     }

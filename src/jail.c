@@ -685,3 +685,52 @@ void jail_global_shutdown(void)
     jail__g.runtimes_mnt = -1;
     jail__g.inited = false;
 }
+
+/* The NSpid of host pid hp, innermost: 0 when unknown. */
+static pid_t inner_pid_of(pid_t hp)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)hp);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    pid_t v = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *l = line + 6, *end;
+        for (;;) { /* host pid first, the innermost last */
+            long x = strtol(l, &end, 10);
+            if (end == l)
+                break;
+            v = (pid_t)x;
+            l = end;
+        }
+        break;
+    }
+    fclose(f);
+    return v;
+}
+
+pid_t jail_proc_host_pid(const jail_proc *p)
+{
+    if (p->adopted)
+        return p->host_pid > 0 ? p->host_pid : jail_pidfd_pid(p->pidfd, "Pid:", false);
+    const jail *j = p->j;
+    pid_t init = j && j->inner_pidfd >= 0 ? jail_pidfd_pid(j->inner_pidfd, "Pid:", false) : -ESRCH;
+    if (init <= 0)
+        return init < 0 ? init : -ESRCH;
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    pid_t found = -ESRCH;
+    long hp;
+    /* the init's children, bounded by the sandbox's pids limit */
+    while (found < 0 && fscanf(f, "%ld", &hp) == 1)
+        if (inner_pid_of((pid_t)hp) == p->pid)
+            found = (pid_t)hp;
+    fclose(f);
+    return found;
+}

@@ -212,6 +212,10 @@ void jail_cancel(jail_req *r);
  * stopped processes die too). */
 int jail_proc_kill(jail_proc *p, int sig);
 pid_t jail_proc_pid(const jail_proc *p); /* pid as seen inside the sandbox */
+/* The process's pid on the host, for reading its /proc files: an adopted one's from its
+ * pidfd; one the sandbox's init started is found among the init's children by its pid
+ * inside (NSpid). Reads of /proc only, no wait for the sandbox. -errno when not found. */
+pid_t jail_proc_host_pid(const jail_proc *p);
 
 /* What another process (the Python zygote's child) needs to enter this sandbox:
  * struct jail_entry, defined in jail_enter.h (which has no libuv dependency) with

@@ -29,6 +29,7 @@
 #include "budget.h"
 #include "metrics.h"
 #include "context.h"
+#include "execution.h"
 #include "process.h"
 #include "reaper.h"
 #include "sandbox.h"
@@ -351,6 +352,7 @@ static int ctx_module_init(uv_loop_t *loop, char *err, size_t errlen)
 {
     (void)loop, (void)err, (void)errlen;
     ctx_init(uv_default_loop(), &cfg);
+    exe_init(uv_default_loop(), &cfg); /* after ctx_init: its destroy hook runs after */
     return 0;
 }
 

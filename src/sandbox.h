@@ -63,6 +63,7 @@ typedef struct sandbox {
     struct sandbox *lnext, *lprev; /* creation-ordered list */
     void *contexts;                /* owned by context.c */
     void *processes;               /* owned by process.c */
+    void *executions;              /* owned by execution.c */
 } sandbox;
 
 /* Daemon-wide set-up: remembers the configuration; the jail layer must be initialised. */

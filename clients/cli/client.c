@@ -73,6 +73,7 @@ void cl_resp_init(sbx_resp *r, size_t cap)
 {
     r->status = 0;
     r->ctype[0] = '\0';
+    r->exec_id[0] = '\0';
     buf_init(&r->body, cap);
 }
 
@@ -138,6 +139,27 @@ static int on_xferinfo(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
+/* A response header: keeps X-Execution-Id (the run, for an interrupt while it streams). */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    static const char name[] = "x-execution-id:";
+    if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
+        const char *v = ptr + sizeof(name) - 1;
+        size_t vl = n - (sizeof(name) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        if (vl < sizeof(x->r->exec_id)) {
+            memcpy(x->r->exec_id, v, vl);
+            x->r->exec_id[vl] = '\0';
+        }
+    }
+    return n;
+}
+
 /* Everything common to one exchange: URL, method, headers, callbacks, perform. */
 static int perform(sbx_client *c, const char *method, const char *path,
                    struct curl_slist *extra, xfer *x)
@@ -166,6 +188,8 @@ static int perform(sbx_client *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);

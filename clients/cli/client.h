@@ -37,6 +37,7 @@ typedef struct sbx_resp {
     long status;
     buf body;                    /* 2xx body (buffered modes) or the error body */
     char ctype[128];             /* Content-Type, "" when absent */
+    char exec_id[64];            /* X-Execution-Id, "" until its header arrives */
 } sbx_resp;
 
 int cl_init(sbx_client *c, const char *url, const char *token);

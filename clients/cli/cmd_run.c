@@ -3,8 +3,14 @@
  *
  * The sandbox is got-or-created first. Exit status: 0 when the code finished cleanly,
  * 1 when it raised (the error is on stderr), 2 for usage errors, 3 for daemon errors.
+ *
+ * Ctrl-C while the code runs interrupts the run in the sandbox (DELETE of the execution
+ * that X-Execution-Id names, on a second connection) and the stream goes on to the run's
+ * end, so the interrupt's error is shown and the context is not left busy; a second
+ * Ctrl-C abandons the stream (the daemon interrupts the run after its re-attach grace).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +51,65 @@ static int load_code(const sbx_args *a, buf *code)
     return 0;
 }
 
+static volatile sig_atomic_t g_sigint;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_sigint++;
+}
+
+typedef struct run_ctl {
+    sbx_client ctl; /* a second connection for the interrupt */
+    const char *sandbox;
+    const exec_view *v;
+    bool sent;
+} run_ctl;
+
+/* Called by libcurl during the run: the first Ctrl-C interrupts, a second one abandons. */
+static int on_progress(void *ud)
+{
+    run_ctl *r = ud;
+    if (!g_sigint)
+        return 0;
+    if (r->sent || !r->v->resp || !r->v->resp->exec_id[0])
+        return g_sigint > 1 || !r->v->resp || !r->v->resp->exec_id[0];
+    r->sent = true;
+    char path[512], suffix[128];
+    snprintf(suffix, sizeof(suffix), "/executions/%s", r->v->resp->exec_id);
+    if (sbx_path(path, sizeof(path), r->sandbox, suffix) != 0)
+        return 1;
+    sbx_resp resp;
+    cl_resp_init(&resp, CL_ERR_CAP);
+    int rc = cl_request(&r->ctl, "DELETE", path, NULL, 0, &resp);
+    bool ok = rc == 0 && resp.status == 200;
+    if (!ok)
+        cl_print_error(&r->ctl, rc, &resp);
+    cl_resp_free(&resp);
+    return ok ? 0 : 1;
+}
+
+/* Stream the run with Ctrl-C turned into an interrupt of the run. */
+static int run_interruptible(sbx_client *c, const sbx_args *a, json_t *body, exec_view *v)
+{
+    run_ctl r = { .sandbox = a->sandbox, .v = v };
+    if (cl_init(&r.ctl, a->url, a->token) != 0)
+        return SBX_EXIT_API;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    c->on_progress = on_progress;
+    c->progress_ud = &r;
+    int rc = execute_stream(c, a->sandbox, body, v);
+    c->on_progress = NULL;
+    c->progress_ud = NULL;
+    sigaction(SIGINT, &old, NULL);
+    cl_free(&r.ctl);
+    return rc;
+}
+
 int cmd_run(sbx_client *c, const sbx_args *a)
 {
     buf code;
@@ -77,7 +142,7 @@ int cmd_run(sbx_client *c, const sbx_args *a)
     if ((rc = sbx_ensure_sandbox(c, a->sandbox)) != 0)
         goto out;
     exec_view v = { .save_dir = a->save };
-    rc = execute_stream(c, a->sandbox, body, &v);
+    rc = run_interruptible(c, a, body, &v);
     if (rc == 0 && v.raised)
         rc = SBX_EXIT_RAISED;
 out:

@@ -191,7 +191,9 @@ int execute_stream(sbx_client *c, const char *sandbox, json_t *body, exec_view *
     v->exec_count = -1;
     sbx_resp r;
     cl_resp_init(&r, CL_ERR_CAP);
+    v->resp = &r;
     int rc = cl_stream(c, "POST", path, json, on_event, v, &r);
+    v->resp = NULL;
     free(json);
     int out = 0;
     if (rc != 0 || r.status < 200 || r.status >= 300) {

@@ -22,6 +22,7 @@ typedef struct exec_view {
     bool ended;             /* the terminal end event arrived */
     bool out_open;          /* the last stdout byte was not '\n' */
     long long exec_count;   /* from the end event, -1 if unknown */
+    const sbx_resp *resp;   /* while streaming: the response (resp->exec_id names the run) */
 } exec_view;
 
 /* Streams one run; body is the request object (code, context, language, …).

@@ -181,3 +181,31 @@ def test_cp_both_ways(sbx, daemon, tmp_path):
     assert r.returncode == 3 and b"FILE_NOT_FOUND" in r.stderr
     assert not (tmp_path / "m").exists() and not (tmp_path / "m.sbx-part").exists()
     assert sbx("cp", "a", "b").returncode == 2
+
+
+def test_run_ctrl_c_interrupts_the_run(make_daemon):
+    """Ctrl-C in `sbx run` interrupts the run in the sandbox (DELETE of the execution): with
+    a re-attach grace of 10 minutes only that explicit interrupt frees the context."""
+    import json
+    import signal
+    d = make_daemon("--reattach-grace-ms", "600000")
+    status, _ = d.json("PUT", "/v1/sandboxes/cli-ctrl-c")
+    status, ctx = d.json("POST", "/v1/sandboxes/cli-ctrl-c/contexts", {})
+    assert status == 201
+    env = dict(os.environ, SANDBOXD_URL="http://127.0.0.1:%d" % d.port)
+    env.pop("SANDBOXD_TOKEN", None)
+    p = subprocess.Popen([SBX, "-s", "cli-ctrl-c", "--context", ctx["id"], "run",
+                          "import time\nprint('go', flush=True)\ntime.sleep(600)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert p.stdout.readline() == b"go\n"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1 and b"KeyboardInterrupt" in err, err
+    status, c = d.json("GET", "/v1/sandboxes/cli-ctrl-c/contexts/" + ctx["id"])
+    assert c["state"] == "idle"
+    status, q = d.json("GET", "/v1/sandboxes/cli-ctrl-c/contexts/%s/queue" % ctx["id"])
+    assert q == {"running": None, "queued": []}, json.dumps(q)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sbxtest import Sandbox, context
+from sbxtest import Daemon, Sandbox, context
 
 MIB = 1 << 20
 BUDGET = 64 * MIB      # the default --sandbox-buffer-bytes
@@ -30,13 +30,26 @@ LIMIT_MSG = re.compile(
     r"state$" % BUDGET)
 
 
+# A finished execution keeps its events (charged to the budget) for
+# --execution-retention-ms; these tests check that the budget is empty once the runs are
+# over, so their daemons forget finished executions at once.
+NO_RETENTION = ("--execution-retention-ms", "0")
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon(*NO_RETENTION)
+    yield d
+    assert d.stop() == 0, d.logs().decode(errors="replace")[-3000:]
+
+
 @pytest.fixture
 def measured(make_daemon):
     """A daemon of its own whose peak RSS means what it holds: under ASan (make sanitize)
     the quarantine would keep every freed block resident, so it is turned off."""
     asan = os.environ.get("ASAN_OPTIONS", "")
-    return make_daemon(env={"ASAN_OPTIONS": (asan + ":" if asan else "") +
-                            "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"})
+    return make_daemon(*NO_RETENTION, env={"ASAN_OPTIONS": (asan + ":" if asan else "") +
+                                           "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"})
 
 
 def status_kb(pid, field):

@@ -146,10 +146,12 @@ def sse_events(data):
     """Parse an SSE body into a list of (event, id, data-json)."""
     events = []
     for block in data.decode().split("\n\n"):
-        if not block.strip():
+        # comment lines (": keep-alive", the heartbeat) are not events
+        lines = [ln for ln in block.split("\n") if ln and not ln.startswith(":")]
+        if not lines:
             continue
         fields = {}
-        for line in block.split("\n"):
+        for line in lines:
             k, _, v = line.partition(": ")
             fields[k] = v
         events.append((fields.get("event"), int(fields.get("id", 0)), json.loads(fields["data"])))

@@ -312,3 +312,9 @@ unsigned jail_waiting(const jail *j)
     (void)j;
     return 0;
 }
+
+pid_t jail_proc_host_pid(const jail_proc *p)
+{
+    (void)p;
+    return 0; /* the fake's processes have no host pid */
+}

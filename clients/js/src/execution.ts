@@ -59,6 +59,7 @@ export class Execution implements ExecutionResult {
   declare durationMs?: number;
   declare statePreserved?: boolean;
   declare truncated?: boolean;
+  declare usage?: ExecutionResult["usage"];
 
   constructor(raw: ExecutionResult) {
     Object.assign(this, raw);
@@ -134,6 +135,7 @@ export class ExecutionCollector {
         v.executionCount = ev.executionCount;
         v.durationMs = ev.durationMs;
         v.statePreserved = ev.statePreserved;
+        if (ev.usage) v.usage = ev.usage;
         break;
     }
   }

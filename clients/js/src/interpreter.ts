@@ -9,12 +9,16 @@
  * the returned execution equals what the plain route would have answered. Aborting `signal`
  * rejects with the signal's reason and interrupts the run's context when the SDK knows it (the
  * caller passed a context, or the daemon named it in an `X-Context-Id` header); cancelling a
- * `runCodeStream` before its `end` event does the same.
+ * `runCodeStream` before its `end` event does the same. `attach` re-attaches to a run by its
+ * id (`Execution.id`, the `X-Execution-Id` of its request): the daemon replays its events and
+ * follows it live, and the result is the same Execution as runCode's; leaving an attach early
+ * only stops following.
  */
 import { Execution, ExecutionCollector, Result } from "./execution.js";
 import { eventStream, type EventStream } from "./sse.js";
 import { definedOnly, segment, type Transport } from "./transport.js";
 import type {
+  AttachOptions,
   CodeContext,
   CreateContextOptions,
   ExecutionEvent,
@@ -127,8 +131,54 @@ export class CodeInterpreter<E = Execution, R = Result> {
         await this.fire(ev, opts);
       }
       raw = { ...collector.value, contextId: run.contextId() ?? collector.value.contextId };
+      const eid = run.executionId();
+      if (eid) raw.id = eid;
     }
     return (this.plain ? raw : new Execution(raw)) as E;
+  }
+
+  /** Re-attaches to a run by its id: its events from the start (or after `opts.after`), then
+   * live until it ends, through the same callbacks as runCode; resolves to the same result. */
+  async attach(executionId: string, opts: AttachOptions<R> = {}): Promise<E> {
+    const run = this.attachEvents(executionId, opts);
+    const collector = new ExecutionCollector("");
+    for await (const ev of run.events) {
+      collector.add(ev);
+      await this.fire(ev, opts);
+    }
+    const raw: ExecutionResult = { ...collector.value, id: executionId };
+    const cid = run.contextId();
+    if (cid) raw.contextId = cid;
+    return (this.plain ? raw : new Execution(raw)) as E;
+  }
+
+  /** The events of `attach` as a stream (also async-iterable); `end` is last. */
+  attachStream(executionId: string, opts: AttachOptions<R> = {}): EventStream<ExecutionEvent> {
+    return eventStream(this.attachEvents(executionId, opts).events);
+  }
+
+  /** Cancels a queued run or interrupts a running one. */
+  async cancelExecution(executionId: string): Promise<{ id: string; cancelled: boolean; interrupted: boolean }> {
+    await this.sb.ready();
+    return this.sb.transport.json("DELETE", `${this.sb.path}/executions/${segment(executionId)}`);
+  }
+
+  private attachEvents(executionId: string, opts: AttachOptions<R>):
+      { events: AsyncGenerator<ExecutionEvent>; contextId: () => string | undefined } {
+    let cid: string | undefined;
+    const self = this;
+    async function* gen(): AsyncGenerator<ExecutionEvent> {
+      await self.sb.ready();
+      const after = opts.after === undefined ? "" : `?after=${Math.max(0, Math.floor(opts.after))}`;
+      const { headers, messages } = await self.sb.transport.sse("GET",
+        `${self.sb.path}/executions/${segment(executionId)}/events${after}`, { signal: opts.signal });
+      cid = headers.get("x-context-id") ?? undefined;
+      for await (const m of messages) {
+        if (m.event === "dropped") continue; // a notice of events no longer kept, not a run event
+        yield { type: m.event, ...(JSON.parse(m.data) as object) } as ExecutionEvent;
+      }
+    }
+    return { events: gen(), contextId: () => cid };
   }
 
   /** Runs code and returns its events as a stream (also async-iterable); `end` is last. */
@@ -177,8 +227,10 @@ export class CodeInterpreter<E = Execution, R = Result> {
    * interrupts the run when the context is known.
    */
   private events(code: string, opts: RunCodeOptions<R>):
-      { events: AsyncGenerator<ExecutionEvent>; contextId: () => string | undefined } {
+      { events: AsyncGenerator<ExecutionEvent>; contextId: () => string | undefined;
+        executionId: () => string | undefined } {
     let cid = opts.context === undefined ? undefined : contextId(opts.context);
+    let eid: string | undefined;
     const self = this;
     async function* gen(): AsyncGenerator<ExecutionEvent> {
       const signal = opts.signal;
@@ -195,6 +247,7 @@ export class CodeInterpreter<E = Execution, R = Result> {
         const { headers, messages } = await self.sb.transport.sse("POST", `${self.sb.path}/execute`,
           { json: self.executeBody(code, opts), signal });
         cid ??= headers.get("x-context-id") ?? undefined;
+        eid = headers.get("x-execution-id") ?? undefined;
         if (signal?.aborted) interrupt();
         for await (const m of messages) {
           const data = JSON.parse(m.data) as object;
@@ -215,7 +268,7 @@ export class CodeInterpreter<E = Execution, R = Result> {
         await interrupting;
       }
     }
-    return { events: gen(), contextId: () => cid };
+    return { events: gen(), contextId: () => cid, executionId: () => eid };
   }
 }
 

@@ -29,6 +29,7 @@ import type {
   ReadFileOptions,
   ReadFileResult,
   RunCodeOptions,
+  AttachOptions,
   SandboxInfo,
   SandboxOptions,
   WriteFileOptions,
@@ -147,6 +148,17 @@ export class Sandbox implements SandboxHandle {
   }
   runCodeStream(code: string, opts?: RunCodeOptions<Result>): EventStream<ExecutionEvent> {
     return this.code.runCodeStream(code, opts);
+  }
+  /** Re-attach to a run by its id (`Execution.id`): replayed, then followed to its end. */
+  attach(executionId: string, opts?: AttachOptions<Result>): Promise<Execution> {
+    return this.code.attach(executionId, opts);
+  }
+  attachStream(executionId: string, opts?: AttachOptions<Result>): EventStream<ExecutionEvent> {
+    return this.code.attachStream(executionId, opts);
+  }
+  /** Cancel a queued run or interrupt a running one, by its id. */
+  cancelExecution(executionId: string): Promise<{ id: string; cancelled: boolean; interrupted: boolean }> {
+    return this.code.cancelExecution(executionId);
   }
 
   /* ---- commands ---- */

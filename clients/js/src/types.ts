@@ -126,6 +126,14 @@ export interface ExecutionResult {
   statePreserved?: boolean;
   /** True when the server dropped output past its cap. */
   truncated?: boolean;
+  /** This run's CPU time and peak memory (null when the daemon cannot know them). */
+  usage?: RunUsage;
+}
+
+/** What one run used: CPU ms of the context's process, its peak resident memory in bytes. */
+export interface RunUsage {
+  cpuMs: number | null;
+  peakMemoryBytes: number | null;
 }
 
 /** A chunk of stdout/stderr, as Cloudflare's OutputMessage. */
@@ -141,7 +149,7 @@ export type ExecutionEvent =
   | { type: "stderr"; text: string }
   | ({ type: "result" } & ResultData)
   | ({ type: "error" } & ExecutionError)
-  | { type: "end"; executionCount: number; durationMs: number; statePreserved: boolean };
+  | { type: "end"; executionCount: number; durationMs: number; statePreserved: boolean; usage?: RunUsage };
 
 /** Callbacks fired while the code runs. Their promises are awaited in order. */
 export interface RunCallbacks<R = ResultData> {
@@ -165,6 +173,14 @@ export interface RunCodeOptions<R = ResultData> extends RunCallbacks<R> {
   signal?: AbortSignal;
   /** Accepted for Cloudflare compatibility: callbacks always stream. */
   stream?: boolean;
+}
+
+/** Options of `attach`: the callbacks of runCode, where to start, and a signal. */
+export interface AttachOptions<R = ResultData> extends RunCallbacks<R> {
+  /** Replay only the events after this id (default: from the start). */
+  after?: number;
+  /** Aborting stops following; the run itself goes on (cancel it with cancelExecution). */
+  signal?: AbortSignal;
 }
 
 /* ---- commands ---- */

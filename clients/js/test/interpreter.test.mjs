@@ -294,3 +294,48 @@ describe("sandbox.interpreter returns plain data", () => {
     await sandbox.destroy();
   });
 });
+
+describe("executions: attach", () => {
+  test("attach replays a finished run into the same Execution", async () => {
+    const sandbox = fresh();
+    const ctx = await sandbox.createCodeContext({ language: "python" });
+    const ex = await sandbox.runCode("print('a')\n6 * 7", { context: ctx, onStdout: () => {} });
+    assert.match(ex.id, /^exe-/);
+    assert.deepEqual(Object.keys(ex.usage).sort(), ["cpuMs", "peakMemoryBytes"]);
+    const seen = [];
+    const again = await sandbox.attach(ex.id, { onStdout: (m) => seen.push(m.text) });
+    assert.ok(again instanceof Object && again.text === "42");
+    assert.equal(again.id, ex.id);
+    assert.equal(again.contextId, ctx.id);
+    assert.equal(again.output, ex.output);
+    assert.equal(seen.join(""), "a\n");
+    const types = [];
+    for await (const ev of sandbox.attachStream(ex.id, { after: 1 })) types.push(ev.type);
+    assert.equal(types.at(-1), "end");
+    assert.ok(types.length < 4);
+    await assert.rejects(sandbox.attach("exe-0000000000000000"), (e) => e.status === 404);
+    await sandbox.destroy();
+  });
+
+  test("attach follows a run that is still going, live to its end", async () => {
+    const sandbox = fresh();
+    const ctx = await sandbox.createCodeContext({ language: "python" });
+    const first = sandbox.runCode("import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.3)\n'done'",
+      { context: ctx });
+    let running = null;
+    for (let i = 0; i < 600 && !running; i++) {
+      const q = await (await fetch(`${daemon.url}/v1/sandboxes/${sandbox.id}/contexts/${ctx.id}/queue`)).json();
+      running = q.running;
+      if (!running) await new Promise((ok) => setTimeout(ok, 50));
+    }
+    assert.ok(running, "the run started");
+    const attached = await sandbox.attach(running.id);
+    const original = await first;
+    assert.equal(attached.text, "'done'");
+    assert.equal(attached.output, original.output);
+    assert.equal(original.id, running.id);
+    const cancelled = await sandbox.cancelExecution(running.id);
+    assert.deepEqual(cancelled, { id: running.id, cancelled: false, interrupted: false });
+    await sandbox.destroy();
+  });
+});

@@ -74,10 +74,17 @@ class Transport:
         except (ValueError, UnicodeDecodeError) as e:
             raise ProtocolError("sandboxd sent non-JSON for %s %s" % (method, path)) from e
 
-    def stream(self, method, path, body=None, timeout=None):
-        """Yield `(event, data)` for each SSE event of the response; data is parsed JSON."""
-        conn, resp = self._send(method, path, body, {"Accept": "text/event-stream"}, timeout)
+    def stream(self, method, path, body=None, timeout=None, headers=None, response_headers=None):
+        """Yield `(event, data)` for each SSE event of the response; data is parsed JSON.
+
+        `headers` are sent too; `response_headers`, a dict, gets the response's headers
+        (lower-case names) before the first event."""
+        hdrs = {"Accept": "text/event-stream"}
+        hdrs.update(headers or {})
+        conn, resp = self._send(method, path, body, hdrs, timeout)
         try:
+            if response_headers is not None:
+                response_headers.update({k.lower(): v for k, v in resp.getheaders()})
             if resp.status >= 400:
                 raise error_from_response(resp.status, resp.read())
             ctype = resp.getheader("Content-Type", "")

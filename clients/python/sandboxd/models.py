@@ -153,8 +153,9 @@ class Execution:
     """One run of code: results, logs, error, and the counters the daemon reports."""
 
     def __init__(self, results=None, logs=None, error=None, execution_count=None,
-                 duration_ms=None, state_preserved=True, id=None, context_id=None):
+                 duration_ms=None, state_preserved=True, id=None, context_id=None, usage=None):
         self.results = list(results or [])
+        self.usage = usage  # {"cpuMs", "peakMemoryBytes"} of this run, when the daemon says
         self.logs = logs or Logs()
         self.error = error
         self.execution_count = execution_count
@@ -173,7 +174,8 @@ class Execution:
                    execution_count=doc.get("executionCount"),
                    duration_ms=doc.get("durationMs"),
                    state_preserved=doc.get("statePreserved", True),
-                   id=doc.get("id"), context_id=doc.get("contextId"))
+                   id=doc.get("id"), context_id=doc.get("contextId"),
+                   usage=doc.get("usage"))
 
     @property
     def main_result(self):

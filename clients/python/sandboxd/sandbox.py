@@ -138,6 +138,9 @@ class Sandbox:
         `language`, python when omitted). `timeout` is in seconds and enforced by the daemon
         (0 = none). Callbacks: `on_stdout(text)`, `on_stderr(text)`, `on_result(Result)`,
         `on_error(ExecutionError)`; they run in this thread as each event arrives.
+
+        Ctrl-C (KeyboardInterrupt) while the code runs interrupts the run in the sandbox
+        (DELETE of the execution) before it propagates, so the context is not left busy.
         """
         self._ensure()
         body = {"code": code}
@@ -146,9 +149,65 @@ class Sandbox:
         body.update(_drop_none({"language": language, "envVars": env_vars,
                                 "timeoutMs": _ms(timeout)}))
         sock_timeout = None if not timeout else timeout + _SLACK
-        ex = Execution(logs=Logs())
-        ended = False
-        for event, data in self._http.stream("POST", self._base + "/execute", body, sock_timeout):
+        hdrs = {}
+        events = self._http.stream("POST", self._base + "/execute", body, sock_timeout,
+                                   response_headers=hdrs)
+        callbacks = (on_stdout, on_stderr, on_result, on_error)
+        return self._follow(events, hdrs, Execution(logs=Logs()), callbacks)
+
+    def attach(self, execution_id, on_stdout=None, on_stderr=None, on_result=None,
+               on_error=None, after=None):
+        """Re-attach to a run by its id (`Execution.id`, or the X-Execution-Id of its
+        request): its events are replayed from the start (or from after event id `after`),
+        then followed live until it ends. Returns the same `Execution` as run_code, with the
+        same callbacks. Raises NotFoundError when the daemon no longer keeps it."""
+        self._ensure()
+        path = self._base + "/executions/" + quote(execution_id) + "/events"
+        if after is not None:
+            path += "?after=%d" % int(after)
+        hdrs = {}
+        events = self._http.stream("GET", path, None, None, response_headers=hdrs)
+        ex = Execution(logs=Logs(), id=execution_id)
+        return self._follow(events, hdrs, ex, (on_stdout, on_stderr, on_result, on_error))
+
+    def get_execution(self, execution_id):
+        """The execution as a Record: state queued|running|done and, once done, the whole
+        plain document (results, logs, error, usage, …)."""
+        self._ensure()
+        return Record(self._http.request("GET", self._base + "/executions/" +
+                                         quote(execution_id)))
+
+    def cancel_execution(self, execution_id):
+        """Cancel a queued run or interrupt a running one; {"id","cancelled","interrupted"}."""
+        self._ensure()
+        return Record(self._http.request("DELETE", self._base + "/executions/" +
+                                         quote(execution_id)))
+
+    def _follow(self, events, hdrs, ex, callbacks):
+        """Consume an execution's events into ex; on Ctrl-C, interrupt the run first."""
+        try:
+            ended = self._consume(events, hdrs, ex, callbacks)
+        except KeyboardInterrupt:
+            eid = ex.id or hdrs.get("x-execution-id")
+            if eid:
+                try:
+                    self._http.request("DELETE", self._base + "/executions/" + quote(eid),
+                                       timeout=5)
+                except Exception:   # the interrupt is best effort; Ctrl-C must propagate
+                    pass
+            raise
+        finally:
+            events.close()
+        if not ended:
+            raise ProtocolError("execution stream ended without its 'end' event")
+        return ex
+
+    @staticmethod
+    def _consume(events, hdrs, ex, callbacks):
+        on_stdout, on_stderr, on_result, on_error = callbacks
+        for event, data in events:
+            ex.id = ex.id or hdrs.get("x-execution-id")
+            ex.context_id = ex.context_id or hdrs.get("x-context-id")
             data = data or {}
             if event == "stdout":
                 ex.logs.stdout.append(data.get("text", ""))
@@ -171,12 +230,9 @@ class Sandbox:
                 ex.execution_count = data.get("executionCount")
                 ex.duration_ms = data.get("durationMs")
                 ex.state_preserved = data.get("statePreserved", True)
-                ex.context_id = data.get("contextId")
-                ex.id = data.get("id")
-                ended = True
-        if not ended:
-            raise ProtocolError("execution stream ended without its 'end' event")
-        return ex
+                ex.usage = data.get("usage")
+                return True
+        return False
 
     # -- commands ---------------------------------------------------------------------------
     def exec(self, command, cwd=None, env=None, timeout=None, stdin=None,

@@ -184,3 +184,65 @@ def test_token_is_sent(make_daemon, monkeypatch):
         Sandbox(d.url, "a").run_code("1")
     assert info.value.status == 401
     assert Sandbox(d.url, "a", token="s3cret").run_code("1 + 1").text == "2"
+
+
+def test_attach_replays_then_follows_live(sandbox):
+    ids = []
+
+    def first_line(text):
+        if not ids:
+            ids.append(text)
+
+    ex = sandbox.run_code("import time\nfor i in range(3):\n    print(i, flush=True)\n"
+                          "    time.sleep(0.2)\n'done'", on_stdout=first_line)
+    assert ex.id and ex.id.startswith("exe-") and ex.context_id
+    assert set(ex.usage) == {"cpuMs", "peakMemoryBytes"}
+    seen = []
+    again = sandbox.attach(ex.id, on_stdout=seen.append)
+    assert again.id == ex.id and again.text == "'done'" and again.stdout == ex.stdout
+    assert "".join(seen) == "0\n1\n2\n" and again.usage == ex.usage
+    assert sandbox.get_execution(ex.id).state == "done"
+    with pytest.raises(sandboxd.NotFoundError):
+        sandbox.attach("exe-0000000000000000")
+
+
+def test_attach_to_a_run_whose_client_went_away(sandbox):
+    ctx = sandbox.create_code_context()
+    started = threading.Event()
+    box = {}
+
+    def leave(text):
+        started.set()
+        raise RuntimeError("the client gives up")   # not Ctrl-C: the run must go on
+
+    with pytest.raises(RuntimeError):
+        sandbox.run_code("import time\nprint('go', flush=True)\ntime.sleep(1)\nprint('end')\n7",
+                         context=ctx, on_stdout=leave)
+    assert started.is_set()
+    q = sandbox._http.request("GET", sandbox._ctx_path(ctx) + "/queue")
+    box["id"] = q["running"]["id"]
+    ex = sandbox.attach(box["id"], after=1)
+    assert ex.text == "7" and "end" in ex.stdout and "go" not in ex.stdout
+
+
+def test_keyboard_interrupt_interrupts_the_run(make_daemon):
+    # the daemon would let the run go on for 10 minutes without a client: only the SDK's
+    # explicit interrupt makes the context idle within the wait below
+    d = make_daemon("--reattach-grace-ms", "600000")
+    sandbox = Sandbox(d.url, "ctrl-c")
+    ctx = sandbox.create_code_context()
+
+    def ctrl_c(text):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sandbox.run_code("import time\nprint('go', flush=True)\ntime.sleep(600)", context=ctx,
+                         on_stdout=ctrl_c)
+    deadline = time.monotonic() + 60
+    while sandbox.get_code_context(ctx).state != "idle" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandbox.get_code_context(ctx).state == "idle"
+    q = sandbox._http.request("GET", sandbox._ctx_path(ctx) + "/queue")
+    assert q == {"running": None, "queued": []}
+    assert sandbox.run_code("1 + 1", context=ctx).text == "2"
+    sandbox.destroy()
