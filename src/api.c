@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_cf.h"
 #include "log.h"
 
 enum {
@@ -45,6 +46,35 @@ static const struct route ROUTES[] = {
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_get), 0 },
     { "DELETE", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_delete), 0 },
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}/logs", H(api_process_logs), 0 },
+    /* The Cloudflare container protocol (@cloudflare/sandbox 0.12; api_cf*.c, docs/compat.md) */
+    { "GET", "/api/ping", H(api_cf_ping), 0 },
+    { "GET", "/api/version", H(api_cf_version), 0 },
+    { "GET", "/api/commands", H(api_cf_commands), 0 },
+    { "POST", "/api/contexts", H(api_cf_context_create), 0 },
+    { "GET", "/api/contexts", H(api_cf_context_list), 0 },
+    { "DELETE", "/api/contexts/{cid}", H(api_cf_context_delete), 0 },
+    { "POST", "/api/execute/code", H(api_cf_execute_code), 0 },
+    { "GET", "/api/interpreter/health", H(api_cf_interp_health), 0 },
+    { "POST", "/api/execute", H(api_cf_execute), 0 },
+    { "POST", "/api/execute/stream", H(api_cf_execute_stream), 0 },
+    { "POST", "/api/session/create", H(api_cf_session_create), 0 },
+    { "POST", "/api/session/delete", H(api_cf_session_delete), 0 },
+    { "POST", "/api/write", H(api_cf_write), 0 },
+    { "POST", "/api/read", H(api_cf_read), 0 },
+    { "POST", "/api/read/stream", H(api_cf_read_stream), 0 },
+    { "POST", "/api/exists", H(api_cf_exists), 0 },
+    { "POST", "/api/mkdir", H(api_cf_mkdir), 0 },
+    { "POST", "/api/delete", H(api_cf_delete), 0 },
+    { "POST", "/api/rename", H(api_cf_rename), 0 },
+    { "POST", "/api/move", H(api_cf_move), 0 },
+    { "POST", "/api/list-files", H(api_cf_list_files), 0 },
+    { "POST", "/api/process/start", H(api_cf_process_start), 0 },
+    { "GET", "/api/process/list", H(api_cf_process_list), 0 },
+    { "DELETE", "/api/process/kill-all", H(api_cf_process_kill_all), 0 },
+    { "GET", "/api/process/{pid}", H(api_cf_process_get), 0 },
+    { "DELETE", "/api/process/{pid}", H(api_cf_process_kill), 0 },
+    { "GET", "/api/process/{pid}/logs", H(api_cf_process_logs), 0 },
+    { "GET", "/api/process/{pid}/stream", H(api_cf_process_stream), 0 },
 };
 /* clang-format on */
 
