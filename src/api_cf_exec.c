@@ -43,7 +43,8 @@ static const char SESSION_SH[] =
     "    for __n in $__k; do eval \"export $__n=\\\"\\${__v_$__n}\\\"\"; done\n"
     "  fi\n"
     "  [ -n \"$__save\" ] && trap '__rc=$?; for __n in $__k; do unset \"$__n\"; done; "
-    "{ export -p > \"$__s.env.t\" && mv -f \"$__s.env.t\" \"$__s.env\"; pwd > \"$__s.cwd\"; } "
+    "{ export -p > \"$__s.env.t\" && mv -f \"$__s.env.t\" \"$__s.env\"; "
+    "if [ -n \"$__cd$__new\" ]; then pwd > \"$__s.cwd\"; fi; } "
     "2>/dev/null; exit $__rc' EXIT\n"
     "fi\n"
     "eval \"$__c\"\n";
