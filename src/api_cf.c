@@ -107,8 +107,8 @@ void cf_start_error(http_req *req, int rc, const char *err, const char *what)
     if (rc == -EAGAIN || rc == -EBUSY || rc == -ETIMEDOUT || rc == -EMFILE)
         cf_error(req, 429, "LIMIT_REACHED", "cannot start the %s: %s", what, err);
     else if (rc == -ENOMEM)
-        cf_error(req, 507, "MEMORY_LIMIT",
-                 "cannot start the %s: the sandbox's memory is full: %s", what, err);
+        cf_error(req, 507, "MEMORY_LIMIT", "cannot start the %s: the sandbox's memory is full: %s",
+                 what, err);
     else if (rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES)
         cf_error(req, 400, "VALIDATION_FAILED", "cannot start the %s: %s", what, err);
     else

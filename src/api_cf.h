@@ -64,7 +64,7 @@ struct cf_shell {
 /* Run s in sb; 0: cb gets the outcome later (arg is the caller's); -1: the request has
  * been answered with a Cloudflare error (the command could not start; cb never runs). */
 int cf_shell_run(struct app *app, http_req *req, sandbox *sb, const struct cf_shell *s,
-                  cf_shell_cb cb, void *arg);
+                 cf_shell_cb cb, void *arg);
 
 /* Sessions (api_cf_exec.c): the environment that makes cf_session_script() run command
  * in session sid (NULL: none) with call_env on top; use_cwd: start in the session's

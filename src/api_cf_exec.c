@@ -166,10 +166,10 @@ static void executed(http_req *req, const struct cf_shell_out *o, void *arg)
         size_t n = o->out_len;
         if (n && o->out[n - 1] == '\n')
             n--; /* as Cloudflare's runtime does */
-        json_t *j = json_pack("{s:b, s:i, s:s%, s:s%, s:s, s:i, s:s?}", "success",
-                              o->exit_code == 0, "exitCode", o->exit_code, "stdout", o->out, n,
-                              "stderr", o->err, o->err_len, "command", c->command, "duration", 0,
-                              "sessionId", c->sid);
+        json_t *j =
+            json_pack("{s:b, s:i, s:s%, s:s%, s:s, s:i, s:s?}", "success", o->exit_code == 0,
+                      "exitCode", o->exit_code, "stdout", o->out, n, "stderr", o->err, o->err_len,
+                      "command", c->command, "duration", 0, "sessionId", c->sid);
         cf_ok(req, j);
     }
     cmd_free(c);
@@ -258,8 +258,8 @@ static int st_text(cmd_sink *s, const char *type, esc_carry *carry, const void *
     int rc = esc_utf8(&b, carry, data, n, final);
     if (!rc && b.len) {
         cf_now(now, sizeof now);
-        rc = cf_sse_send(k->req, type, json_pack("{s:s%, s:s}", "data", b.data, b.len,
-                                                 "timestamp", now));
+        rc = cf_sse_send(k->req, type,
+                         json_pack("{s:s%, s:s}", "data", b.data, b.len, "timestamp", now));
     }
     buf_free(&b);
     return rc;
@@ -419,8 +419,7 @@ static void session_create(struct app *app, http_req *req, sandbox *sb, const ch
     json_object_set_new(s->shell_env, "SBXCF_NEW", json_string("1"));
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)env, k, v)
-    json_object_set(s->shell_env, k, v);
+    json_object_foreach((json_t *)env, k, v) json_object_set(s->shell_env, k, v);
     struct cf_shell sh = { .script = SESSION_SH, .env = s->shell_env, .cwd = cwd };
     if (cf_shell_run(app, req, sb, &sh, session_created, s))
         session_op_free(s);

@@ -38,9 +38,8 @@ static const char SH_MKDIR_P[] = "mkdir -p -- \"$P\"";
 static const char SH_DELETE[] = "[ -e \"$P\" ] || [ -L \"$P\" ] || exit 44; rm -rf -- \"$P\"";
 static const char SH_MOVE[] = "[ -e \"$P\" ] || [ -L \"$P\" ] || exit 44; mv -f -- \"$P\" \"$Q\"";
 /* type, size, mtime, mode, path below $P; one line each */
-static const char SH_LIST[] =
-    "[ -e \"$P\" ] || exit 44; [ -d \"$P\" ] || exit 45; cd \"$P\" && "
-    "find . -mindepth 1 $DEPTH -printf '%y\\t%s\\t%T@\\t%m\\t%P\\n'";
+static const char SH_LIST[] = "[ -e \"$P\" ] || exit 44; [ -d \"$P\" ] || exit 45; cd \"$P\" && "
+                              "find . -mindepth 1 $DEPTH -printf '%y\\t%s\\t%T@\\t%m\\t%P\\n'";
 
 /* What one request does. */
 enum op { OP_WRITE, OP_READ, OP_STREAM, OP_EXISTS, OP_MKDIR, OP_DELETE, OP_MOVE, OP_LIST };
@@ -263,9 +262,9 @@ static void answer_read(http_req *req, const struct fop *f, const struct cf_shel
     if (f->op == OP_STREAM)
         send_stream(req, mime, content, clen, n, binary);
     else
-        cf_ok(req, json_pack("{s:s, s:s%, s:s, s:b, s:s, s:I}", "path", f->path, "content",
-                             content, clen, "encoding", binary ? "base64" : "utf-8", "isBinary",
-                             binary, "mimeType", mime, "size", (json_int_t)n));
+        cf_ok(req, json_pack("{s:s, s:s%, s:s, s:b, s:s, s:I}", "path", f->path, "content", content,
+                             clen, "encoding", binary ? "base64" : "utf-8", "isBinary", binary,
+                             "mimeType", mime, "size", (json_int_t)n));
     free(data);
 }
 
@@ -298,8 +297,8 @@ static json_t *list_entry(const struct fop *f, char *line)
     return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name", name,
                      "absolutePath", abs, "relativePath", rel, "type", type, "size",
                      (json_int_t)strtoll(field[1], NULL, 10), "modifiedAt", when, "mode", perm,
-                     "permissions", "readable", (mode & 0400) != 0, "writable",
-                     (mode & 0200) != 0, "executable", (mode & 0100) != 0);
+                     "permissions", "readable", (mode & 0400) != 0, "writable", (mode & 0200) != 0,
+                     "executable", (mode & 0100) != 0);
 }
 
 static void answer_list(http_req *req, const struct fop *f, const struct cf_shell_out *o)
@@ -402,16 +401,16 @@ static void file_op(struct app *app, http_req *req, sandbox *sb, enum op op)
     free(input); /* exec copied it */
 }
 
-#define FILE_ROUTE(name, op)                                                                   \
-    static void name##_in(struct app *app, http_req *req, sandbox *sb, const char *param)      \
-    {                                                                                          \
-        (void)param;                                                                           \
-        file_op(app, req, sb, op);                                                             \
-    }                                                                                          \
-    void api_cf_##name(struct app *app, http_req *req, const route_params *p)                  \
-    {                                                                                          \
-        (void)p;                                                                               \
-        cf_with_sandbox(app, req, NULL, name##_in);                                            \
+#define FILE_ROUTE(name, op)                                                              \
+    static void name##_in(struct app *app, http_req *req, sandbox *sb, const char *param) \
+    {                                                                                     \
+        (void)param;                                                                      \
+        file_op(app, req, sb, op);                                                        \
+    }                                                                                     \
+    void api_cf_##name(struct app *app, http_req *req, const route_params *p)             \
+    {                                                                                     \
+        (void)p;                                                                          \
+        cf_with_sandbox(app, req, NULL, name##_in);                                       \
     }
 
 FILE_ROUTE(write, OP_WRITE)

@@ -201,7 +201,8 @@ static int run_output(void *arg, bool is_err, const char *data, size_t n)
 
 /* The native result's representations, in the client's formats() order. */
 static const char *const RESULT_KEYS[] = {
-    "text", "html", "png", "jpeg", "svg", "latex", "markdown", "javascript", "json", "chart", "data",
+    "text",     "html",       "png",  "jpeg",  "svg",  "latex",
+    "markdown", "javascript", "json", "chart", "data",
 };
 
 static int run_result(void *arg, json_t *result, size_t msg_bytes)

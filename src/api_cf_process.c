@@ -31,7 +31,7 @@ static json_t *cf_proc(const proc *p)
     json_t *code = json_object_get(n, "exitCode");
     const char *status = "running";
     if (st && strcmp(st, "running") != 0)
-        status = json_object_get(n, "signal")       ? "killed"
+        status = json_object_get(n, "signal")    ? "killed"
                  : json_integer_value(code) == 0 ? "completed"
                                                  : "failed";
     json_t *j = json_pack("{s:O, s:O, s:O, s:s, s:O}", "id", json_object_get(n, "id"), "pid",
@@ -80,8 +80,7 @@ static void process_start(struct app *app, http_req *req, sandbox *sb, const cha
         return;
     struct cmd_request cmd = { 0 };
     const char *cwd_in = NULL;
-    if (jx_string(body, "command", true, app->cfg->max_code_bytes, &cmd.command, err,
-                  sizeof err) ||
+    if (jx_string(body, "command", true, app->cfg->max_code_bytes, &cmd.command, err, sizeof err) ||
         jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
         jx_env_map(body, "env", app->cfg->max_env_vars, &cmd.env, err, sizeof err) ||
         sbx_resolve_cwd(cwd_in, cmd.cwd, sizeof cmd.cwd, err, sizeof err)) {

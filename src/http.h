@@ -79,7 +79,8 @@ struct http_req {
     buf body;
     char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
-    char x_sandbox_id[128]; /* X-Sandbox-Id (the Cloudflare surface), "" when absent */
+    /* X-Sandbox-Id (the Cloudflare surface, api_cf.c), "" when absent */
+    char x_sandbox_id[128];
     bool want_sse; /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
