@@ -110,6 +110,14 @@ static int fop_parse(http_req *req, struct fop *f)
                  "field 'encoding' must be \"utf-8\" or \"base64\", got \"%.32s\"", enc);
         return -1;
     }
+    bool changes = f->op == OP_WRITE || f->op == OP_DELETE || f->op == OP_MOVE;
+    const char *roots[] = { f->path, f->path2 };
+    for (int i = 0; i < 2 && changes; i++)
+        if (strcmp(roots[i], "/workspace") == 0 || strcmp(roots[i], "/tmp") == 0) {
+            cf_error(req, 400, "VALIDATION_FAILED",
+                     "'%s' itself cannot be written, moved or deleted", roots[i]);
+            return -1;
+        }
     f->want_b64 = enc && strcmp(enc, "base64") == 0;
     f->env = json_pack("{s:s, s:s, s:s}", "P", f->path, "Q", f->path2, "DEPTH",
                        f->recursive ? "" : "-maxdepth 1");
