@@ -79,7 +79,8 @@ int cf_sse_begin(http_req *req)
                              "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
 }
 
-int cf_sse_send(http_req *req, const char *type, json_t *j)
+/* Write (or, with last, write and end the stream with) one event. */
+static int sse_put(http_req *req, const char *type, json_t *j, bool last)
 {
     json_t *ev = json_pack("{s:s}", "type", type);
     if (ev && j)
@@ -87,19 +88,30 @@ int cf_sse_send(http_req *req, const char *type, json_t *j)
     json_decref(j);
     char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
-    if (!s)
-        return 0;
-    size_t n = strlen(s);
+    size_t n = s ? strlen(s) : 0;
     buf b;
     buf_init(&b, n + 16);
-    int rc = buf_puts(&b, "data: ");
+    int rc = s ? buf_puts(&b, "data: ") : -ENOMEM;
     rc = rc ? rc : buf_append(&b, s, n);
     rc = rc ? rc : buf_puts(&b, "\n\n");
     free(s);
     /* one write per event: the client decodes each chunk on its own */
-    rc = rc ? 0 : http_stream_write(req, b.data, b.len);
+    if (last)
+        http_stream_end_with(req, b.data, rc ? 0 : b.len);
+    else
+        rc = rc ? 0 : http_stream_write(req, b.data, b.len);
     buf_free(&b);
     return rc;
+}
+
+int cf_sse_send(http_req *req, const char *type, json_t *j)
+{
+    return sse_put(req, type, j, false);
+}
+
+void cf_sse_finish(http_req *req, const char *type, json_t *j)
+{
+    sse_put(req, type, j, true);
 }
 
 void cf_start_error(http_req *req, int rc, const char *err, const char *what)

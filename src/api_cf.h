@@ -34,6 +34,8 @@ void cf_now(char *out, size_t n);
 int cf_sse_begin(http_req *req);
 /* Sends j (taken) with "type": type first. 0 go on, 1 pause (on_drain), -EPIPE gone. */
 int cf_sse_send(http_req *req, const char *type, json_t *j);
+/* The same for the last event, and the stream is ended (one write). */
+void cf_sse_finish(http_req *req, const char *type, json_t *j);
 
 /* What a handler does once its sandbox exists; param is the route's one parameter (or
  * NULL), a copy valid during the call. */

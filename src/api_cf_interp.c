@@ -265,11 +265,10 @@ static void run_end(void *arg, const struct ctx_run_end *e)
     for (int i = 0; i < 2; i++)
         run_output(a, i == 1, "", 0); /* what waits in a carry */
     if (e->error)
-        cf_sse_send(a->req, "error", error_event(e->error));
+        cf_sse_finish(a->req, "error", error_event(e->error));
     else
-        cf_sse_send(a->req, "execution_complete",
-                    json_pack("{s:i}", "execution_count", e->exec_count));
-    http_stream_end(a->req);
+        cf_sse_finish(a->req, "execution_complete",
+                      json_pack("{s:i}", "execution_count", e->exec_count));
     run_free(a);
 }
 

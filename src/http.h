@@ -152,6 +152,8 @@ int http_stream_begin(http_req *req, int status, const char *content_type,
 int http_stream_write(http_req *req, const void *data, size_t len);
 /* Sends the last chunk and completes the request. */
 void http_stream_end(http_req *req);
+/* http_stream_write of data, then http_stream_end, in one write when it can. */
+void http_stream_end_with(http_req *req, const void *data, size_t len);
 /* A streamed response of known length (Content-Length, no chunking): http_stream_write
  * sends raw bytes (anything past length is dropped) and http_stream_end completes it; if
  * fewer than length bytes were written, the connection is closed so the client sees a
