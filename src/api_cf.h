@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "api.h"
+#include "buf.h"
 #include "sandbox.h"
 
 /* {"code","message","error","context":{},"httpStatus","timestamp"} with status. */
@@ -68,12 +69,17 @@ struct cf_shell {
 int cf_shell_run(struct app *app, http_req *req, sandbox *sb, const struct cf_shell *s,
                  cf_shell_cb cb, void *arg);
 
-/* Sessions (api_cf_exec.c): the environment that makes cf_session_script() run command
- * in session sid (NULL: none) with call_env on top; use_cwd: start in the session's
+/* Sessions (api_cf_exec.c): the environment that makes the session shell run command in
+ * session sid (NULL: none) with call_env on top; use_cwd: start in the session's
  * directory; save: keep the state on exit. 0 with *env_out (owned), or -1 with err. */
 int cf_session_shell(const char *sid, const char *command, const json_t *call_env, bool use_cwd,
                      bool save, json_t **env_out, char *err, size_t errlen);
-const char *cf_session_script(void);
+/* For a background process: the shell text that, put before its command, loads session sid's
+ * exports and (use_cwd) directory, then call_env on top, ending with CF_SESSION_MARK. 0, or
+ * -1 with err. */
+#define CF_SESSION_MARK "# sandboxd: the session's state, then the command\n"
+int cf_session_prefix(buf *b, const char *sid, const json_t *call_env, bool use_cwd, char *err,
+                      size_t errlen);
 
 /* Handlers, by file. */
 void api_cf_ping(struct app *app, http_req *req, const route_params *p);

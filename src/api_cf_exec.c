@@ -104,9 +104,38 @@ int cf_session_shell(const char *sid, const char *command, const json_t *call_en
     return 0;
 }
 
-const char *cf_session_script(void)
+int cf_session_prefix(buf *b, const char *sid, const json_t *call_env, bool use_cwd, char *err,
+                      size_t errlen)
 {
-    return SESSION_SH;
+    if (strlen(sid) > SESSION_ID_MAX || !name_ok(sid, false)) {
+        snprintf(err, errlen,
+                 "field 'sessionId' must be 1 to %d of [A-Za-z0-9._-], not starting with '.'",
+                 SESSION_ID_MAX);
+        return -1;
+    }
+    /* sid is [A-Za-z0-9._-] only: safe between double quotes */
+    int rc =
+        buf_printf(b, "__s=\"/tmp/.sandboxd-cf/%s\"; [ -r \"$__s.env\" ] && . \"$__s.env\"; ", sid);
+    if (!rc && use_cwd)
+        rc = buf_puts(b, "[ -r \"$__s.cwd\" ] && cd \"$(cat \"$__s.cwd\")\" 2>/dev/null; ");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)call_env, k, v)
+    {
+        if (!name_ok(k, true)) {
+            snprintf(err, errlen, "field 'env': '%.64s' is not a shell variable name", k);
+            return -1;
+        }
+        /* the value single-quoted: ' becomes '\'' */
+        rc = rc ? rc : buf_printf(b, "export %s='", k);
+        for (const char *c = json_string_value(v); !rc && *c; c++)
+            rc = *c == '\'' ? buf_puts(b, "'\\''") : buf_append(b, c, 1);
+        rc = rc ? rc : buf_puts(b, "'; ");
+    }
+    rc = rc ? rc : buf_puts(b, "unset __s\n" CF_SESSION_MARK);
+    if (rc)
+        snprintf(err, errlen, "the command is too long");
+    return rc ? -1 : 0;
 }
 
 /* ---- the request ---- */

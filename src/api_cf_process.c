@@ -5,10 +5,12 @@
  * background processes (process.h): the same processes /v1 lists, with their ring-buffer
  * logs and independent followers.
  *
- * Processes are the sandbox's, not a session's (as on Cloudflare): a start's own "cwd"
- * and "env" apply, the session's state does not. Ids are the engine's ("proc-…"); a
- * "processId" the client proposes is not used (the answer names the real one). Status:
- * running, completed (exit 0), failed (other exit codes), killed (a signal).
+ * A process is the sandbox's (it outlives its session), but it starts in its session's
+ * state: with a "sessionId" its command runs after cf_session_prefix (the session's exports
+ * and directory, then the start's own "env"; its own "cwd" wins), and every answer shows the
+ * command as given. Ids are the engine's ("proc-…"); a "processId" the client proposes is
+ * not used (the answer names the real one). Status: running, completed (exit 0), failed
+ * (other exit codes), killed (a signal).
  */
 #include "api_cf.h"
 
@@ -20,6 +22,15 @@
 #include "buf.h"
 #include "jsonx.h"
 #include "process.h"
+
+/* The command as the client gave it: without a session's prefix (cf_session_prefix). */
+static const char *shown_command(const char *c)
+{
+    const char *m = c ? strstr(c, CF_SESSION_MARK) : NULL;
+    if (m && strncmp(c, "__s=\"/tmp/.sandboxd-cf/", 22) == 0)
+        return m + strlen(CF_SESSION_MARK);
+    return c ? c : "";
+}
 
 /* The native description in Cloudflare's words. */
 static json_t *cf_proc(const proc *p)
@@ -34,9 +45,10 @@ static json_t *cf_proc(const proc *p)
         status = json_object_get(n, "signal")    ? "killed"
                  : json_integer_value(code) == 0 ? "completed"
                                                  : "failed";
-    json_t *j = json_pack("{s:O, s:O, s:O, s:s, s:O}", "id", json_object_get(n, "id"), "pid",
-                          json_object_get(n, "pid"), "command", json_object_get(n, "command"),
-                          "status", status, "startTime", json_object_get(n, "startedAt"));
+    json_t *j = json_pack("{s:O, s:O, s:s, s:s, s:O}", "id", json_object_get(n, "id"), "pid",
+                          json_object_get(n, "pid"), "command",
+                          shown_command(json_string_value(json_object_get(n, "command"))), "status",
+                          status, "startTime", json_object_get(n, "startedAt"));
     if (j && code)
         json_object_set(j, "exitCode", code);
     if (j && json_object_get(n, "endedAt"))
@@ -65,8 +77,9 @@ static void started(void *arg, const proc *p, int rc, const char *cwd, const cha
         cf_start_error(req, rc, msg, "process");
     else {
         json_t *b = proc_brief_json(p);
-        cf_ok(req, json_pack("{s:O, s:O, s:O}", "processId", json_object_get(b, "id"), "pid",
-                             json_object_get(b, "pid"), "command", json_object_get(b, "command")));
+        cf_ok(req, json_pack("{s:O, s:O, s:s}", "processId", json_object_get(b, "id"), "pid",
+                             json_object_get(b, "pid"), "command",
+                             shown_command(json_string_value(json_object_get(b, "command")))));
         json_decref(b);
     }
 }
@@ -79,17 +92,25 @@ static void process_start(struct app *app, http_req *req, sandbox *sb, const cha
     if (!body)
         return;
     struct cmd_request cmd = { 0 };
-    const char *cwd_in = NULL;
-    if (jx_string(body, "command", true, app->cfg->max_code_bytes, &cmd.command, err, sizeof err) ||
+    const char *cwd_in = NULL, *command, *sid = NULL;
+    buf full;
+    buf_init(&full, app->cfg->max_code_bytes + 65536);
+    if (jx_string(body, "command", true, app->cfg->max_code_bytes, &command, err, sizeof err) ||
+        jx_string(body, "sessionId", false, 1024, &sid, err, sizeof err) ||
         jx_string(body, "cwd", false, 1024, &cwd_in, err, sizeof err) ||
         jx_env_map(body, "env", app->cfg->max_env_vars, &cmd.env, err, sizeof err) ||
-        sbx_resolve_cwd(cwd_in, cmd.cwd, sizeof cmd.cwd, err, sizeof err)) {
+        sbx_resolve_cwd(cwd_in, cmd.cwd, sizeof cmd.cwd, err, sizeof err) ||
+        (sid && cf_session_prefix(&full, sid, cmd.env, !cwd_in, err, sizeof err)) ||
+        (buf_puts(&full, command) && snprintf(err, sizeof err, "the command is too long") > 0)) {
+        buf_free(&full);
         json_decref(body);
         cf_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
+    cmd.command = full.data;
     proc *p = NULL;
     int rc = proc_start(sb, app->cfg, &cmd, started, req, &p, err, sizeof err);
+    buf_free(&full); /* the engine keeps its own copy */
     json_decref(body);
     if (rc == PROC_FULL)
         cf_error(req, 429, "LIMIT_REACHED",
@@ -370,8 +391,7 @@ static void process_stream(struct app *app, http_req *req, sandbox *sb, const ch
         k->sink.ops = &FOLLOW_OPS;
         k->req = req;
         snprintf(k->id, sizeof k->id, "%s", proc_id(p));
-        const char *c = json_string_value(json_object_get(b, "command"));
-        k->command = c ? strdup(c) : NULL;
+        k->command = strdup(shown_command(json_string_value(json_object_get(b, "command"))));
     }
     json_decref(b);
     proc_follower *f = k ? proc_follow(p, &k->sink) : NULL;

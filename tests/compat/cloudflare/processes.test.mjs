@@ -55,3 +55,19 @@ test("kill a process and kill all", async () => {
   assert.ok(k.cleanedCount >= 2);
   assert.equal((await p.listProcesses()).processes.filter((x) => x.status === "running").length, 0);
 });
+
+test("a process starts in its session's directory with its exports", async () => {
+  const c = d.client("cf-procs");
+  await c.commands.execute("mkdir -p /workspace/app && cd /workspace/app && export MODE=dev", "sess-p");
+  const s = await p.startProcess('pwd; echo "$MODE $EXTRA"', "sess-p", { env: { EXTRA: "it's" } });
+  assert.equal(s.command, 'pwd; echo "$MODE $EXTRA"');
+  await waitFor(async () => (await p.getProcess(s.processId)).process.status !== "running", "the exit");
+  const g = await p.getProcess(s.processId);
+  assert.equal(g.process.status, "completed");
+  assert.equal(g.process.command, 'pwd; echo "$MODE $EXTRA"');
+  assert.equal((await p.getProcessLogs(s.processId)).stdout, "/workspace/app\ndev it's\n");
+  // its own cwd wins over the session's
+  const t = await p.startProcess("pwd", "sess-p", { cwd: "/tmp" });
+  await waitFor(async () => (await p.getProcess(t.processId)).process.status !== "running", "the exit");
+  assert.equal((await p.getProcessLogs(t.processId)).stdout, "/tmp\n");
+});
