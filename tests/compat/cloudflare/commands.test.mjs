@@ -45,6 +45,11 @@ test("a call's env and cwd apply to that call only", async () => {
   assert.equal(r.stdout, "x 1\n/tmp");
   r = await c.commands.execute('echo "[$ONCE] $KEEP"; pwd', "sess-c");
   assert.equal(r.stdout, "[] 1\n/workspace");
+  // a call's value of a session variable does not replace the session's
+  r = await c.commands.execute('echo "$KEEP"', "sess-c", { env: { KEEP: "for this call" } });
+  assert.equal(r.stdout, "for this call");
+  r = await c.commands.execute('echo "$KEEP"', "sess-c");
+  assert.equal(r.stdout, "1");
 });
 
 test("creating a session twice is SESSION_ALREADY_EXISTS; deleting it forgets its state", async () => {
