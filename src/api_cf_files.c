@@ -29,7 +29,13 @@
 enum { FILE_MISSING = 44, FILE_IS_DIR = 46 };
 
 /* One script per operation ($P the path, $Q the second path). */
-static const char SH_WRITE[] = "mkdir -p -- \"$(dirname -- \"$P\")\" && base64 -d > \"$P\"";
+/* written next to the target and renamed over it: readers never see half a file, and a
+ * failed write leaves nothing behind */
+static const char SH_WRITE[] =
+    "[ -d \"$P\" ] && exit 46; d=$(dirname -- \"$P\"); mkdir -p -- \"$d\" || exit 1; "
+    "t=\"$d/.sandboxd-write.$$\"; if base64 -d > \"$t\" && mv -fT -- \"$t\" \"$P\"; then exit 0; "
+    "fi; "
+    "rm -f -- \"$t\"; exit 1";
 static const char SH_READ[] = "[ -e \"$P\" ] || exit 44; [ -d \"$P\" ] && exit 46; "
                               "base64 -w0 < \"$P\"";
 static const char SH_EXISTS[] = "[ -e \"$P\" ] || [ -L \"$P\" ]";
@@ -215,7 +221,8 @@ static void respond_failure(http_req *req, const struct fop *f, const struct cf_
     else if (o->timed_out)
         cf_error(req, 500, "FILESYSTEM_ERROR", "the operation on '%s' timed out", f->path);
     else if (n && strstr(o->err, "No space left"))
-        cf_error(req, 507, "NO_SPACE", "%.*s", n, o->err);
+        cf_error(req, 507, "NO_SPACE", "'%s': the sandbox's disk is full (its diskMb limit)",
+                 f->path);
     else if (n && (strstr(o->err, "Permission denied") || strstr(o->err, "Read-only")))
         cf_error(req, 403, "PERMISSION_DENIED", "%.*s", n, o->err);
     else if (n && strstr(o->err, "No such file"))

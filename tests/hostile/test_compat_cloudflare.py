@@ -1,6 +1,7 @@
 """Bad input on the Cloudflare container protocol (/api/…, api_cf*.c): each case gets the
 exact status and Cloudflare's error envelope ({"code","message","error","context",
 "httpStatus","timestamp"}), nothing crashes, and the daemon still answers afterwards."""
+import base64
 import json
 
 import pytest
@@ -212,4 +213,23 @@ def test_a_run_on_a_client_that_goes_away_leaves_the_context_usable(daemon):
     events = [json.loads(l[6:]) for l in data.decode().split("\n") if l.startswith("data: ")]
     assert [e["type"] for e in events] == ["result", "execution_complete"]
     assert events[0]["text"] == "42"
+    assert_alive(daemon)
+
+
+def test_a_write_that_does_not_fit_leaves_the_old_file_and_nothing_else(daemon):
+    status, _ = daemon.json("PUT", "/v1/sandboxes/cf-small", {"limits": {"diskMb": 1}})
+    assert status in (200, 201)
+    small = {"X-Sandbox-Id": "cf-small"}
+    status, out = cf(daemon, "POST", "/api/write", {"path": "/workspace/f.txt", "content": "old"}, small)
+    assert status == 200
+    big = base64.b64encode(b"x" * 3000000).decode()
+    status, out = cf(daemon, "POST", "/api/write",
+                     {"path": "/workspace/f.txt", "content": big, "encoding": "base64"}, small)
+    assert_cf_error(status, out, 507, "NO_SPACE")
+    assert "/workspace/f.txt" in out["message"]
+    status, out = cf(daemon, "POST", "/api/read", {"path": "/workspace/f.txt"}, small)
+    assert status == 200 and out["content"] == "old"
+    status, out = cf(daemon, "POST", "/api/list-files",
+                     {"path": "/workspace", "options": {"includeHidden": True}}, small)
+    assert [f["name"] for f in out["files"]] == ["f.txt"]
     assert_alive(daemon)
