@@ -13,7 +13,10 @@
  * Contents travel as base64 both ways (the command's stdin and stdout), so binary files
  * round-trip; a read is capped by --max-output-bytes of base64 (larger: 413 FILE_TOO_LARGE,
  * read it with GET /v1/…/files). A file is text (encoding "utf-8") when it is valid UTF-8
- * without NUL bytes and base64 was not asked for; else it comes back as base64.
+ * without NUL bytes and base64 was not asked for; else it comes back as base64. A write
+ * goes to a hidden temporary file next to the target, renamed over it once complete:
+ * readers never see half a file, and a write that fails (the disk is full: 507 NO_SPACE)
+ * leaves the old file and nothing else.
  */
 #include "api_cf.h"
 
