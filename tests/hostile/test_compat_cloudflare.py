@@ -3,6 +3,7 @@ exact status and Cloudflare's error envelope ({"code","message","error","context
 "httpStatus","timestamp"}), nothing crashes, and the daemon still answers afterwards."""
 import base64
 import json
+import time
 
 import pytest
 
@@ -233,3 +234,52 @@ def test_a_write_that_does_not_fit_leaves_the_old_file_and_nothing_else(daemon):
                      {"path": "/workspace", "options": {"includeHidden": True}}, small)
     assert [f["name"] for f in out["files"]] == ["f.txt"]
     assert_alive(daemon)
+
+
+BUDGET = 64 << 20  # the default --sandbox-buffer-bytes
+SLACK = 64 << 10
+
+
+def usage(d, sid):
+    status, info = d.json("GET", "/v1/sandboxes/" + sid)
+    assert status == 200, info
+    return info["usage"]
+
+
+@pytest.mark.parametrize("route", ["/api/execute/code", "/api/execute/stream"])
+def test_a_client_that_does_not_read_holds_no_more_than_the_budget(daemon, route):
+    """200 MB of output to a client that reads nothing for a while: the daemon holds at most
+    the sandbox's budget (the context or command blocks instead), another sandbox is served,
+    and once read the stream is complete."""
+    sid = "cf-flood" + route.replace("/", "-")
+    hdr = {"X-Sandbox-Id": sid, "Content-Type": "application/json"}
+    if route == "/api/execute/code":
+        body = {"code": "import sys\nfor _ in range(200):\n    sys.stdout.write('y' * 1000000)\n",
+                "timeout_ms": 600000}
+        key = "text"
+    else:
+        body = {"command": "head -c 200000000 /dev/zero | tr '\\0' y", "timeoutMs": 600000}
+        key = "data"
+    c = daemon.conn(timeout=600)
+    c.request("POST", route, json.dumps(body), hdr)
+    r = c.getresponse()
+    assert r.status == 200
+    deadline = time.time() + 120
+    while usage(daemon, sid)["bufferPeakBytes"] < 1 << 20 and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)  # a while unread
+    assert usage(daemon, sid)["bufferPeakBytes"] <= BUDGET + SLACK
+    status, out = cf(daemon, "POST", "/api/execute", {"command": "echo other"},
+                     {"X-Sandbox-Id": "cf-flood-other"})
+    assert status == 200 and out["stdout"] == "other"
+    total, last = 0, None
+    for line in r.read().decode().split("\n"):
+        if line.startswith("data: "):
+            ev = json.loads(line[6:])
+            last = ev["type"]
+            if ev["type"] == "stdout":
+                total += len(ev[key])
+    c.close()
+    assert total == 200000000
+    assert last == ("execution_complete" if route == "/api/execute/code" else "complete")
+    assert usage(daemon, sid)["bufferPeakBytes"] <= BUDGET + SLACK
