@@ -141,7 +141,10 @@ void api_dispatch(http_req *req, void *arg)
                          allow, sizeof allow);
     switch (m) {
     case ROUTE_NO_PATH:
-        http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
+        if (cf_path(req->path))
+            cf_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
+        else
+            http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
         return;
     case ROUTE_BAD_PATH:
         http_respond_error(req, 400, "VALIDATION_FAILED",
@@ -165,8 +168,13 @@ void api_dispatch(http_req *req, void *arg)
         route_params_free(&params);
         static const char body[] = "{\"code\":\"UNAUTHORIZED\",\"message\":\"a valid "
                                    "'Authorization: Bearer <token>' header is required\"}";
-        http_respond(req, 401, "application/json", body, sizeof body - 1,
-                     "WWW-Authenticate: Bearer\r\n");
+        if (cf_path(req->path))
+            cf_error_msg(req, 401, "UNAUTHORIZED",
+                         "a valid 'Authorization: Bearer <token>' header is required",
+                         "WWW-Authenticate: Bearer\r\n");
+        else
+            http_respond(req, 401, "application/json", body, sizeof body - 1,
+                         "WWW-Authenticate: Bearer\r\n");
         return;
     }
     ((api_handler)rt->handler)(app, req, &params);

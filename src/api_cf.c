@@ -29,13 +29,10 @@ void cf_now(char *out, size_t n)
     stamp_iso8601(stamp_now_ms(), out, n);
 }
 
-void cf_error(http_req *req, int status, const char *code, const char *fmt, ...)
+void cf_error_msg(http_req *req, int status, const char *code, const char *msg,
+                  const char *extra_headers)
 {
-    char msg[1024], now[40];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    char now[40];
     cf_now(now, sizeof now);
     json_t *j = json_pack("{s:s, s:s, s:s, s:{}, s:i, s:s}", "code", code, "message", msg, "error",
                           msg, "context", "httpStatus", status, "timestamp", now);
@@ -45,7 +42,22 @@ void cf_error(http_req *req, int status, const char *code, const char *fmt, ...)
         http_respond_error(req, status, code, "%s", "the error could not be encoded");
         return;
     }
-    http_respond_take(req, status, "application/json", s, strlen(s), NULL);
+    http_respond_take(req, status, "application/json", s, strlen(s), extra_headers);
+}
+
+void cf_error(http_req *req, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cf_error_msg(req, status, code, msg, NULL);
+}
+
+bool cf_path(const char *path)
+{
+    return strncmp(path, "/api/", 5) == 0 || strcmp(path, "/api") == 0;
 }
 
 json_t *cf_body(http_req *req, bool allow_empty)

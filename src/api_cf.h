@@ -23,6 +23,12 @@
 /* {"code","message","error","context":{},"httpStatus","timestamp"} with status. */
 void cf_error(http_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with a ready message and more response headers (may be NULL). */
+void cf_error_msg(http_req *req, int status, const char *code, const char *msg,
+                  const char *extra_headers);
+/* True for the paths of this surface (/api/…): api.c answers their unknown routes and
+ * missing tokens in this envelope too. */
+bool cf_path(const char *path);
 /* The request body as an object (an empty one allowed when allow_empty), or NULL once a
  * 400 VALIDATION_FAILED (415 for a foreign Content-Type) has been sent. */
 json_t *cf_body(http_req *req, bool allow_empty);

@@ -180,11 +180,12 @@ def test_a_read_past_the_output_cap_is_file_too_large(make_daemon):
 def test_the_token_applies_to_the_cloudflare_routes(make_daemon):
     d = make_daemon("--token", "s3cret")
     for method, path in (("GET", "/api/ping"), ("GET", "/api/contexts"), ("POST", "/api/execute")):
-        status, _, data = d.request(method, path, b"{}" if method == "POST" else None, dict(SBX))
-        assert status == 401
-        assert json.loads(data)["code"] == "UNAUTHORIZED"
+        status, hdrs, data = d.request(method, path, b"{}" if method == "POST" else None,
+                                       dict(SBX))
+        assert_cf_error(status, json.loads(data), 401, "UNAUTHORIZED")
+        assert hdrs["www-authenticate"] == "Bearer"
         status, _, data = d.request(method, path, None, {**SBX, "Authorization": "Bearer wrong"})
-        assert status == 401
+        assert_cf_error(status, json.loads(data), 401, "UNAUTHORIZED")
     d.token = "s3cret"
     status, body = cf(d, "POST", "/api/execute", {"command": "echo in"})
     assert status == 200 and body["stdout"] == "in"
@@ -283,3 +284,14 @@ def test_a_client_that_does_not_read_holds_no_more_than_the_budget(daemon, route
     assert total == 200000000
     assert last == ("execution_complete" if route == "/api/execute/code" else "complete")
     assert usage(daemon, sid)["bufferPeakBytes"] <= BUDGET + SLACK
+
+
+def test_an_unknown_api_route_is_not_found_in_the_envelope(daemon):
+    for method, path in (("POST", "/api/git/checkout"), ("GET", "/api"), ("POST", "/api/ws")):
+        status, out = cf(daemon, method, path, {})
+        assert_cf_error(status, out, 404, "NOT_FOUND")
+        assert path in out["message"]
+    # outside /api the native envelope stays
+    status, _, data = daemon.request("GET", "/nope")
+    assert status == 404 and json.loads(data) == {"code": "NOT_FOUND",
+                                                   "message": "no such route: /nope"}

@@ -193,3 +193,20 @@ test("ping and version", async () => {
   assert.equal(await c.utils.ping(), "pong");
   assert.match(await c.utils.getVersion(), /^sandboxd-/);
 });
+
+test("with --token the client passes it in defaultHeaders; without it the error says so", async () => {
+  const t = await startDaemon("--token", "s3cret");
+  try {
+    const ok = t.interpreter("cf-token", { Authorization: "Bearer s3cret" });
+    const r = await ok.runCode("6 * 7");
+    assert.equal(r.results[0].text, "42");
+    await assert.rejects(t.interpreter("cf-token").runCode("1"), (err) => {
+      assert.equal(err.code, "UNAUTHORIZED");
+      assert.equal(err.httpStatus, 401);
+      assert.match(err.message, /Authorization: Bearer/);
+      return true;
+    });
+  } finally {
+    await t.stop();
+  }
+});
