@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_cf.h"
 #include "log.h"
 #include "sse.h"
 
@@ -53,6 +54,35 @@ static const struct route ROUTES[] = {
     { "GET", "/v1/sandboxes/{sid}/executions/{eid}/events", H(api_execution_events), 0 },
     { "DELETE", "/v1/sandboxes/{sid}/executions/{eid}", H(api_execution_delete), 0 },
     { "GET", "/v1/sandboxes/{sid}/contexts/{cid}/queue", H(api_context_queue), 0 },
+    /* The Cloudflare container protocol (@cloudflare/sandbox 0.12; api_cf*.c, docs/compat.md) */
+    { "GET", "/api/ping", H(api_cf_ping), 0 },
+    { "GET", "/api/version", H(api_cf_version), 0 },
+    { "GET", "/api/commands", H(api_cf_commands), 0 },
+    { "POST", "/api/contexts", H(api_cf_context_create), 0 },
+    { "GET", "/api/contexts", H(api_cf_context_list), 0 },
+    { "DELETE", "/api/contexts/{cid}", H(api_cf_context_delete), 0 },
+    { "POST", "/api/execute/code", H(api_cf_execute_code), 0 },
+    { "GET", "/api/interpreter/health", H(api_cf_interp_health), 0 },
+    { "POST", "/api/execute", H(api_cf_execute), 0 },
+    { "POST", "/api/execute/stream", H(api_cf_execute_stream), 0 },
+    { "POST", "/api/session/create", H(api_cf_session_create), 0 },
+    { "POST", "/api/session/delete", H(api_cf_session_delete), 0 },
+    { "POST", "/api/write", H(api_cf_write), 0 },
+    { "POST", "/api/read", H(api_cf_read), 0 },
+    { "POST", "/api/read/stream", H(api_cf_read_stream), 0 },
+    { "POST", "/api/exists", H(api_cf_exists), 0 },
+    { "POST", "/api/mkdir", H(api_cf_mkdir), 0 },
+    { "POST", "/api/delete", H(api_cf_delete), 0 },
+    { "POST", "/api/rename", H(api_cf_rename), 0 },
+    { "POST", "/api/move", H(api_cf_move), 0 },
+    { "POST", "/api/list-files", H(api_cf_list_files), 0 },
+    { "POST", "/api/process/start", H(api_cf_process_start), 0 },
+    { "GET", "/api/process/list", H(api_cf_process_list), 0 },
+    { "DELETE", "/api/process/kill-all", H(api_cf_process_kill_all), 0 },
+    { "GET", "/api/process/{pid}", H(api_cf_process_get), 0 },
+    { "DELETE", "/api/process/{pid}", H(api_cf_process_kill), 0 },
+    { "GET", "/api/process/{pid}/logs", H(api_cf_process_logs), 0 },
+    { "GET", "/api/process/{pid}/stream", H(api_cf_process_stream), 0 },
 };
 /* clang-format on */
 
@@ -120,7 +150,10 @@ void api_dispatch(http_req *req, void *arg)
                          allow, sizeof allow);
     switch (m) {
     case ROUTE_NO_PATH:
-        http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
+        if (cf_path(req->path))
+            cf_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
+        else
+            http_respond_error(req, 404, "NOT_FOUND", "no such route: %.200s", req->path);
         return;
     case ROUTE_BAD_PATH:
         http_respond_error(req, 400, "VALIDATION_FAILED",
@@ -144,8 +177,13 @@ void api_dispatch(http_req *req, void *arg)
         route_params_free(&params);
         static const char body[] = "{\"code\":\"UNAUTHORIZED\",\"message\":\"a valid "
                                    "'Authorization: Bearer <token>' header is required\"}";
-        http_respond(req, 401, "application/json", body, sizeof body - 1,
-                     "WWW-Authenticate: Bearer\r\n");
+        if (cf_path(req->path))
+            cf_error_msg(req, 401, "UNAUTHORIZED",
+                         "a valid 'Authorization: Bearer <token>' header is required",
+                         "WWW-Authenticate: Bearer\r\n");
+        else
+            http_respond(req, 401, "application/json", body, sizeof body - 1,
+                         "WWW-Authenticate: Bearer\r\n");
         return;
     }
     ((api_handler)rt->handler)(app, req, &params);

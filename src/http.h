@@ -81,6 +81,8 @@ struct http_req {
     char content_type[128];
     char last_event_id[32]; /* Last-Event-ID (SSE re-attach), "" when absent */
     bool want_sse;          /* Accept names text/event-stream */
+    /* X-Sandbox-Id (the Cloudflare surface, api_cf.c), "" when absent */
+    char x_sandbox_id[128];
     bool keep_alive;
     bool has_content_length;
     uint64_t content_length; /* when has_content_length */
@@ -157,6 +159,8 @@ int http_stream_begin(http_req *req, int status, const char *content_type,
 int http_stream_write(http_req *req, const void *data, size_t len);
 /* Sends the last chunk and completes the request. */
 void http_stream_end(http_req *req);
+/* http_stream_write of data, then http_stream_end, in one write when it can. */
+void http_stream_end_with(http_req *req, const void *data, size_t len);
 /* A streamed response of known length (Content-Length, no chunking): http_stream_write
  * sends raw bytes (anything past length is dropped) and http_stream_end completes it; if
  * fewer than length bytes were written, the connection is closed so the client sees a

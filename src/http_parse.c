@@ -125,6 +125,8 @@ static int on_header_value_complete(llhttp_t *p)
         rc = take_value(c, r->content_type, sizeof r->content_type, "Content-Type");
     else if (header_is(c, "last-event-id"))
         rc = take_value(c, r->last_event_id, sizeof r->last_event_id, "Last-Event-ID");
+    else if (header_is(c, "x-sandbox-id"))
+        rc = take_value(c, r->x_sandbox_id, sizeof r->x_sandbox_id, "X-Sandbox-Id");
     else if (header_is(c, "accept") && c->hvalue.data &&
              strcasestr(c->hvalue.data, "text/event-stream"))
         r->want_sse = true;

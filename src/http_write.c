@@ -319,6 +319,20 @@ int http_stream_begin_sized(http_req *r, int status, const char *ctype, uint64_t
     return rc;
 }
 
+/* One chunk (size line, data, CRLF) as one write, and with last the terminating chunk too:
+ * a small event costs one write, not three. */
+static int write_chunk(http_req *r, const void *data, size_t len, bool last)
+{
+    buf b;
+    buf_init(&b, len + 48);
+    int rc = buf_printf(&b, "%zx\r\n", len);
+    rc = rc ? rc : buf_append(&b, data, len);
+    rc = rc ? rc : buf_append(&b, last ? "\r\n0\r\n\r\n" : "\r\n", last ? 7 : 2);
+    rc = rc ? rc : http_conn_write(r->conn, b.data, b.len, NULL, 0);
+    buf_free(&b);
+    return rc;
+}
+
 int http_stream_write(http_req *r, const void *data, size_t len)
 {
     if (r->aborted || r->conn->closing)
@@ -332,11 +346,7 @@ int http_stream_write(http_req *r, const void *data, size_t len)
         rc = http_conn_write(r->conn, data, len, NULL, 0);
         r->stream_left -= len;
     } else {
-        char hdr[32];
-        int n = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
-        rc = http_conn_write(r->conn, hdr, (size_t)n, data, len);
-        if (!rc)
-            rc = http_conn_write(r->conn, "\r\n", 2, NULL, 0);
+        rc = write_chunk(r, data, len, false);
     }
     if (rc)
         return -EPIPE;
@@ -345,6 +355,19 @@ int http_stream_write(http_req *r, const void *data, size_t len)
         return 1;
     }
     return 0;
+}
+
+void http_stream_end_with(http_req *r, const void *data, size_t len)
+{
+    if (r->finished)
+        return;
+    if (r->stream_sized || len == 0 || r->aborted || r->conn->closing) {
+        http_stream_write(r, data, len);
+        http_stream_end(r);
+        return;
+    }
+    write_chunk(r, data, len, true);
+    http_req_finish(r);
 }
 
 void http_stream_end(http_req *r)

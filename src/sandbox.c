@@ -415,7 +415,12 @@ int sbx_create_with(const struct sbx_spec *sp, sbx_created_cb cb, void *arg, cha
     else
         (void)sbx_parse_lifecycle(NULL, &s->lifecycle, err, errlen);
     s->env = sp->env ? json_deep_copy(sp->env) : json_object();
-    s->settings = sp->settings ? json_deep_copy(sp->settings) : NULL;
+    /* what is stored (sandbox_store.h): the request's normalised body, or, for a sandbox
+     * made without one (the compatibility surfaces' get-or-create), what it got */
+    s->settings = sp->settings ? json_deep_copy(sp->settings)
+                               : json_pack("{s:o, s:s, s:O, s:o}", "limits", limits_json(lim),
+                                           "network", sp->network_host ? "host" : "none", "env",
+                                           s->env, "lifecycle", sbx_lifecycle_json(&s->lifecycle));
     s->born_gen = store_generation();
     s->budget = budget_new(cfg->sandbox_buffer_bytes);
     int slot = -1;
