@@ -124,6 +124,16 @@ bool ctx_run_paused(const struct ctx_run *r)
     return r->paused;
 }
 
+int ctx_run_interrupt(struct ctx_run *r)
+{
+    struct context *c = r->ctx;
+    if (!c || c->cur != r || c->state != CTX_BUSY)
+        return 1;
+    if (!r->interrupted)
+        ctx_interrupt_run(c);
+    return 0;
+}
+
 void ctx_interrupt_run(struct context *c)
 {
     struct ctx_run *r = c->cur;

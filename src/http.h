@@ -79,6 +79,11 @@ struct http_req {
     buf body;
     char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
+    /* compatibility surfaces (docs/compat.md): the sandbox a request names
+     * (X-Sandbox-Id or E2b-Sandbox-Id) and an access token (X-Access-Token or
+     * E2B-Traffic-Access-Token); "" when absent; longer values are refused with 431 */
+    char sandbox_header[80];
+    char access_token[512];
     bool want_sse; /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;

@@ -123,6 +123,10 @@ static int on_header_value_complete(llhttp_t *p)
         rc = take_value(c, r->authorization, sizeof r->authorization, "Authorization");
     else if (header_is(c, "content-type"))
         rc = take_value(c, r->content_type, sizeof r->content_type, "Content-Type");
+    else if (header_is(c, "x-sandbox-id") || header_is(c, "e2b-sandbox-id"))
+        rc = take_value(c, r->sandbox_header, sizeof r->sandbox_header, "sandbox id");
+    else if (header_is(c, "x-access-token") || header_is(c, "e2b-traffic-access-token"))
+        rc = take_value(c, r->access_token, sizeof r->access_token, "access token");
     else if (header_is(c, "accept") && c->hvalue.data &&
              strcasestr(c->hvalue.data, "text/event-stream"))
         r->want_sse = true;
