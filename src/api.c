@@ -53,6 +53,8 @@ static const struct route ROUTES[] = {
     { "GET", "/contexts", H(api_e2b_context_list), 0 },
     { "POST", "/contexts/{cid}/restart", H(api_e2b_context_restart), 0 },
     { "DELETE", "/contexts/{cid}", H(api_e2b_context_delete), 0 },
+    { "GET", "/files", H(api_e2b_files_get), 0 },
+    { "POST", "/files", H(api_e2b_files_post), 0 },
 };
 /* clang-format on */
 

@@ -57,12 +57,19 @@ int e2b_base64(buf *b, const void *data, size_t n);
 /* Decode standard or URL-safe base64 (padding optional) into b; -EINVAL when invalid. */
 int e2b_unbase64(buf *b, const char *s, size_t n);
 
+/* The value of name in a query string, percent-decoded ('+' is a space): 1 found, 0
+ * absent, -1 when it does not fit in out or has a broken escape or a NUL
+ * (api_e2b_files.c). */
+int e2b_query(const char *query, const char *name, char *out, size_t outlen);
+
 /* Handlers (api_e2b_interp.c, api_e2b_files.c, api_e2b_process.c, api_e2b_fs.c). */
 void api_e2b_execute(struct app *app, http_req *req, const route_params *p);
 void api_e2b_context_create(struct app *app, http_req *req, const route_params *p);
 void api_e2b_context_list(struct app *app, http_req *req, const route_params *p);
 void api_e2b_context_restart(struct app *app, http_req *req, const route_params *p);
 void api_e2b_context_delete(struct app *app, http_req *req, const route_params *p);
+void api_e2b_files_get(struct app *app, http_req *req, const route_params *p);
+void api_e2b_files_post(struct app *app, http_req *req, const route_params *p);
 void api_e2b_health(struct app *app, http_req *req, const route_params *p);
 
 #endif
