@@ -55,6 +55,14 @@ static const struct route ROUTES[] = {
     { "DELETE", "/contexts/{cid}", H(api_e2b_context_delete), 0 },
     { "GET", "/files", H(api_e2b_files_get), 0 },
     { "POST", "/files", H(api_e2b_files_post), 0 },
+    { "POST", "/process.Process/Start", H(api_e2b_process_start), 0 },
+    { "POST", "/process.Process/Connect", H(api_e2b_process_connect), 0 },
+    { "POST", "/process.Process/List", H(api_e2b_process_list), 0 },
+    { "POST", "/process.Process/SendSignal", H(api_e2b_process_signal), 0 },
+    { "POST", "/process.Process/SendInput", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/CloseStdin", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/Update", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/StreamInput", H(api_e2b_unimplemented), 0 },
 };
 /* clang-format on */
 

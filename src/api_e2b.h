@@ -70,6 +70,11 @@ void api_e2b_context_restart(struct app *app, http_req *req, const route_params 
 void api_e2b_context_delete(struct app *app, http_req *req, const route_params *p);
 void api_e2b_files_get(struct app *app, http_req *req, const route_params *p);
 void api_e2b_files_post(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_start(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_connect(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_list(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_signal(struct app *app, http_req *req, const route_params *p);
+void api_e2b_unimplemented(struct app *app, http_req *req, const route_params *p);
 void api_e2b_health(struct app *app, http_req *req, const route_params *p);
 
 #endif
