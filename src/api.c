@@ -63,6 +63,13 @@ static const struct route ROUTES[] = {
     { "POST", "/process.Process/CloseStdin", H(api_e2b_unimplemented), 0 },
     { "POST", "/process.Process/Update", H(api_e2b_unimplemented), 0 },
     { "POST", "/process.Process/StreamInput", H(api_e2b_unimplemented), 0 },
+    { "POST", "/filesystem.Filesystem/Stat", H(api_e2b_fs_stat), 0 },
+    { "POST", "/filesystem.Filesystem/ListDir", H(api_e2b_fs_listdir), 0 },
+    { "POST", "/filesystem.Filesystem/MakeDir", H(api_e2b_fs_mkdir), 0 },
+    { "POST", "/filesystem.Filesystem/Move", H(api_e2b_fs_move), 0 },
+    { "POST", "/filesystem.Filesystem/Remove", H(api_e2b_fs_remove), 0 },
+    { "POST", "/filesystem.Filesystem/WatchDir", H(api_e2b_unimplemented), 0 },
+    { "POST", "/filesystem.Filesystem/CreateWatcher", H(api_e2b_unimplemented), 0 },
 };
 /* clang-format on */
 

@@ -74,6 +74,11 @@ void api_e2b_process_start(struct app *app, http_req *req, const route_params *p
 void api_e2b_process_connect(struct app *app, http_req *req, const route_params *p);
 void api_e2b_process_list(struct app *app, http_req *req, const route_params *p);
 void api_e2b_process_signal(struct app *app, http_req *req, const route_params *p);
+void api_e2b_fs_stat(struct app *app, http_req *req, const route_params *p);
+void api_e2b_fs_listdir(struct app *app, http_req *req, const route_params *p);
+void api_e2b_fs_mkdir(struct app *app, http_req *req, const route_params *p);
+void api_e2b_fs_move(struct app *app, http_req *req, const route_params *p);
+void api_e2b_fs_remove(struct app *app, http_req *req, const route_params *p);
 void api_e2b_unimplemented(struct app *app, http_req *req, const route_params *p);
 void api_e2b_health(struct app *app, http_req *req, const route_params *p);
 
