@@ -37,6 +37,7 @@ e2e: build
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/e2e tests/hostile
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q clients/python/tests
 	SANDBOXD_BUILD=$(abspath $(BUILD)) clients/js/scripts/test.sh
+	cd tests/compat/e2b && SANDBOXD_BUILD=$(abspath $(BUILD)) node --test --test-concurrency=1 *.test.mjs
 
 test: build
 	@scripts/lint
