@@ -125,8 +125,8 @@ json_t *e2b_connect_request(const http_req *req, bool streaming, char *err, size
         }
         uint32_t len = (uint32_t)d[1] << 24 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 8 | d[4];
         if (d[0] != 0) {
-            snprintf(err, errlen, "envelope flags 0x%02x are not supported (only 0: no compression)",
-                     d[0]);
+            snprintf(err, errlen,
+                     "envelope flags 0x%02x are not supported (only 0: no compression)", d[0]);
             return NULL;
         }
         if (len > E2B_MAX_MESSAGE) {

@@ -22,9 +22,9 @@
 #include "api_json.h"
 #include "files.h"
 
-#define E2B_MAX_PARTS 64        /* files in one multipart upload */
-#define PART_HEADERS_MAX 8192   /* one part's header block */
-#define BOUNDARY_MAX 72         /* RFC 2046 allows 70 */
+#define E2B_MAX_PARTS 64      /* files in one multipart upload */
+#define PART_HEADERS_MAX 8192 /* one part's header block */
+#define BOUNDARY_MAX 72       /* RFC 2046 allows 70 */
 
 static int hexval(char c)
 {
@@ -113,8 +113,8 @@ static int filename_of(const char *h, size_t hn, char *out, size_t outlen)
     size_t o = 0;
     for (const char *e = h + hn; f < e && *f != '"'; f++) {
         char ch = *f;
-        if (ch == '%' && e - f >= 3 && (!strncmp(f, "%22", 3) || !strncasecmp(f, "%0D", 3) ||
-                                        !strncasecmp(f, "%0A", 3))) {
+        if (ch == '%' && e - f >= 3 &&
+            (!strncmp(f, "%22", 3) || !strncasecmp(f, "%0D", 3) || !strncasecmp(f, "%0A", 3))) {
             ch = f[2] == '2' ? '"' : (f[2] == 'D' || f[2] == 'd') ? '\r' : '\n';
             f += 2;
         }
@@ -133,9 +133,8 @@ static int multipart_parse(const char *body, size_t n, const char *boundary, str
     char delim[BOUNDARY_MAX + 8];
     int dl = snprintf(delim, sizeof delim, "\r\n--%s", boundary);
     /* the first delimiter may start the body (no CRLF before it) */
-    const char *p = n >= (size_t)dl - 2 && !memcmp(body, delim + 2, (size_t)dl - 2)
-                        ? body + dl - 2
-                        : NULL;
+    const char *p =
+        n >= (size_t)dl - 2 && !memcmp(body, delim + 2, (size_t)dl - 2) ? body + dl - 2 : NULL;
     if (!p) {
         const char *f = find(body, n, delim, (size_t)dl);
         p = f ? f + dl : NULL;
@@ -200,9 +199,8 @@ static void written(http_req *req, const char *shown, uint64_t size, void *arg)
         return;
     }
     const char *slash = strrchr(shown, '/');
-    json_array_append_new(u->answer, json_pack("{s:s, s:s, s:s}", "name",
-                                               slash ? slash + 1 : shown, "type", "file", "path",
-                                               shown));
+    json_array_append_new(u->answer, json_pack("{s:s, s:s, s:s}", "name", slash ? slash + 1 : shown,
+                                               "type", "file", "path", shown));
     write_next(req, u);
 }
 
@@ -249,8 +247,8 @@ static void post_in(struct app *app, http_req *req, sandbox *sb, void *arg)
     if (e2b_query(req->query, "path", u->path, sizeof u->path) < 0) {
         http_respond_error(req, 400, "VALIDATION_FAILED", "the query's 'path' is malformed");
     } else if (strncasecmp(req->content_type, "application/octet-stream", 24) == 0) {
-        u->parts[0] = (struct part){ .data = req->body.data ? req->body.data : "",
-                                     .len = req->body.len };
+        u->parts[0] =
+            (struct part){ .data = req->body.data ? req->body.data : "", .len = req->body.len };
         u->n = 1;
         write_next(req, u);
         return;

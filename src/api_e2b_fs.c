@@ -34,8 +34,8 @@
 /* An errno from files.c as a Connect error answer. */
 static void fs_errno(http_req *req, int rc, const char *shown, const char *what)
 {
-    enum e2b_code code = rc == -ENOENT                                   ? E2B_NOT_FOUND
-                         : rc == -EEXIST || rc == -ENOTEMPTY             ? E2B_ALREADY_EXISTS
+    enum e2b_code code = rc == -ENOENT                                     ? E2B_NOT_FOUND
+                         : rc == -EEXIST || rc == -ENOTEMPTY               ? E2B_ALREADY_EXISTS
                          : rc == -ENOSPC || rc == -EDQUOT || rc == -EMFILE ? E2B_RESOURCE_EXHAUSTED
                          : rc == -EXDEV || rc == -ELOOP || rc == -ENOTDIR || rc == -EINVAL ||
                                  rc == -EACCES || rc == -EPERM || rc == -EISDIR
@@ -45,8 +45,8 @@ static void fs_errno(http_req *req, int rc, const char *shown, const char *what)
 }
 
 /* The message's string field as a normalised workspace path; false once answered. */
-static bool take_path(http_req *req, const json_t *msg, const char *field, char *rel,
-                      size_t rellen, char *shown, size_t shownlen)
+static bool take_path(http_req *req, const json_t *msg, const char *field, char *rel, size_t rellen,
+                      char *shown, size_t shownlen)
 {
     char err[JX_ERR];
     const char *in = NULL;
@@ -80,8 +80,8 @@ static json_t *entry_info(int dir, const char *name, const char *shown)
     for (int i = 0; i < 9; i++)
         if (st.st_mode & (0400 >> i))
             perm[i + 1] = RWX[i];
-    stamp_iso8601((uint64_t)st.st_mtim.tv_sec * 1000 + (uint64_t)st.st_mtim.tv_nsec / 1000000,
-                  when, sizeof when);
+    stamp_iso8601((uint64_t)st.st_mtim.tv_sec * 1000 + (uint64_t)st.st_mtim.tv_nsec / 1000000, when,
+                  sizeof when);
     snprintf(size, sizeof size, "%lld", (long long)st.st_size);
     const char *base = strrchr(shown, '/');
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "name",
@@ -219,8 +219,7 @@ static void listdir_in(struct app *app, http_req *req, sandbox *sb, void *arg)
             fs_errno(req, fd, shown, "cannot list");
         } else {
             json_t *out = json_array();
-            list_into(fd, shown, depth ? (int)depth : 1,
-                      app->cfg->max_list_entries, out);
+            list_into(fd, shown, depth ? (int)depth : 1, app->cfg->max_list_entries, out);
             api_respond_json(req, 200, json_pack("{s:o}", "entries", out));
         }
     }

@@ -245,8 +245,7 @@ static void drop_nulls(json_t *body)
 }
 
 /* The context of the run, or NULL when the request has been answered. */
-static struct context *pick(struct app *app, http_req *req, sandbox *sb, const char *cid,
-                            int lang)
+static struct context *pick(struct app *app, http_req *req, sandbox *sb, const char *cid, int lang)
 {
     char err[JX_ERR];
     struct context *c;

@@ -96,8 +96,8 @@ static int op_event(cmd_sink *s, const char *type, const char *json, size_t len)
     else
         snprintf(status, sizeof status, "exit status %d", code);
     json_decref(e);
-    json_t *end = json_pack("{s:i, s:b, s:s}", "exitCode", sig ? -1 : code, "exited", !sig,
-                            "status", status);
+    json_t *end =
+        json_pack("{s:i, s:b, s:s}", "exitCode", sig ? -1 : code, "exited", !sig, "status", status);
     if (sig || code)
         json_object_set_new(end, "error", json_string(status)); /* E2B's: the error's message */
     return stream_msg(STREAM(s)->req, 0, json_pack("{s:{s:o}}", "event", "end", end));
@@ -107,7 +107,7 @@ static int op_text(cmd_sink *s, const char *type, esc_carry *carry, const void *
                    bool final)
 {
     (void)carry;
-    (void)final;
+    (void) final;
     if (n == 0)
         return 0;
     buf b;
@@ -197,9 +197,9 @@ static void stream_follow(struct e2b_stream *st, proc *p)
     st->sink.ops = &OPS;
     st->f = proc_follow(p, &st->sink);
     if (!st->f) {
-        stream_msg(req, 2,
-                   json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",
-                             "out of memory"));
+        stream_msg(
+            req, 2,
+            json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message", "out of memory"));
         http_stream_end(req);
         stream_free(st);
         return;
@@ -227,7 +227,9 @@ static void started(void *arg, const proc *p, int rc, const char *cwd, const cha
     if (rc) {
         stream_error(req, rc == -ENOENT || rc == -ENOTDIR ? E2B_INVALID_ARGUMENT : E2B_INTERNAL,
                      "cannot start the process%s%s: %s", cwd ? " in " : "", cwd ? cwd : "",
-                     rc == PROC_NO_MEMORY ? "out of memory" : msg && msg[0] ? msg : strerror(-rc));
+                     rc == PROC_NO_MEMORY ? "out of memory"
+                     : msg && msg[0]      ? msg
+                                          : strerror(-rc));
         stream_free(st);
         return;
     }
@@ -240,8 +242,9 @@ static int build_command(const json_t *cfg, buf *b, char *err, size_t errlen)
     const char *cmd = json_string_value(json_object_get(cfg, "cmd"));
     const json_t *args = json_object_get(cfg, "args");
     if (!cmd || !cmd[0] || (args && !json_is_array(args)) || json_array_size(args) > MAX_ARGS) {
-        snprintf(err, errlen, "process.cmd must be a non-empty string and process.args an array "
-                              "of at most %d strings",
+        snprintf(err, errlen,
+                 "process.cmd must be a non-empty string and process.args an array "
+                 "of at most %d strings",
                  MAX_ARGS);
         return -1;
     }
@@ -283,8 +286,9 @@ static void start_in(struct app *app, http_req *req, sandbox *sb, void *arg)
     if (json_object_get(body, "pty") && !json_is_null(json_object_get(body, "pty"))) {
         stream_error(req, E2B_UNIMPLEMENTED, "PTYs are not supported by sandboxd");
     } else if (!json_is_object(cfg) || build_command(cfg, &line, err, sizeof err) ||
-               (json_is_null(json_object_get(cfg, "cwd")) ? 0
-                : jx_string(cfg, "cwd", false, 1024, &cwd_in, err, sizeof err)) ||
+               (json_is_null(json_object_get(cfg, "cwd"))
+                    ? 0
+                    : jx_string(cfg, "cwd", false, 1024, &cwd_in, err, sizeof err)) ||
                jx_env_map(cfg, "envs", app->cfg->max_env_vars, &cmd.env, err, sizeof err) ||
                sbx_resolve_cwd(cwd_in, cmd.cwd, sizeof cmd.cwd, err, sizeof err)) {
         stream_error(req, E2B_INVALID_ARGUMENT, "%s",
@@ -295,8 +299,8 @@ static void start_in(struct app *app, http_req *req, sandbox *sb, void *arg)
         cmd.command = line.data;
         if (st)
             st->req = req;
-        int rc = st ? proc_start(sb, app->cfg, &cmd, started, st, &p, err, sizeof err)
-                    : PROC_NO_MEMORY;
+        int rc =
+            st ? proc_start(sb, app->cfg, &cmd, started, st, &p, err, sizeof err) : PROC_NO_MEMORY;
         if (rc == 0) {
             st->body = body;
             req->on_abort = start_aborted;
@@ -306,9 +310,10 @@ static void start_in(struct app *app, http_req *req, sandbox *sb, void *arg)
         }
         free(st);
         stream_error(req, rc == PROC_FULL ? E2B_RESOURCE_EXHAUSTED : E2B_INTERNAL, "%s",
-                     rc == PROC_FULL ? "the sandbox has as many processes as it may "
-                                       "(--max-processes)"
-                                     : rc == PROC_NO_MEMORY ? "out of memory" : err);
+                     rc == PROC_FULL        ? "the sandbox has as many processes as it may "
+                                              "(--max-processes)"
+                     : rc == PROC_NO_MEMORY ? "out of memory"
+                                            : err);
     }
     buf_free(&line);
     json_decref(body);
@@ -398,10 +403,9 @@ static void list_in(struct app *app, http_req *req, sandbox *sb, void *arg)
         const char *status = json_string_value(json_object_get(j, "status"));
         if (!status || strcmp(status, "running") != 0)
             continue;
-        json_array_append_new(out, json_pack("{s:{s:s, s:[s, O], s:{}, s:O}, s:O}", "config",
-                                             "cmd", "/bin/sh", "args", "-c",
-                                             json_object_get(j, "command"), "envs", "cwd",
-                                             json_object_get(j, "cwd"), "pid",
+        json_array_append_new(out, json_pack("{s:{s:s, s:[s, O], s:{}, s:O}, s:O}", "config", "cmd",
+                                             "/bin/sh", "args", "-c", json_object_get(j, "command"),
+                                             "envs", "cwd", json_object_get(j, "cwd"), "pid",
                                              json_object_get(j, "pid")));
     }
     json_decref(all);
@@ -439,8 +443,9 @@ static void signal_in(struct app *app, http_req *req, sandbox *sb, void *arg)
     if (!body)
         e2b_unary_error(req, E2B_INVALID_ARGUMENT, "%s", err);
     else if (!known)
-        e2b_unary_error(req, E2B_INVALID_ARGUMENT, "signal must be SIGNAL_SIGKILL or "
-                                                   "SIGNAL_SIGTERM (both kill the process)");
+        e2b_unary_error(req, E2B_INVALID_ARGUMENT,
+                        "signal must be SIGNAL_SIGKILL or "
+                        "SIGNAL_SIGTERM (both kill the process)");
     else if (!p && pid <= 0)
         e2b_unary_error(req, E2B_INVALID_ARGUMENT, "the request needs process.pid");
     else if (!p)

@@ -258,8 +258,7 @@ static void upload_answer(struct upload *u)
         api_files_written_cb done = u->done;
         u->done = NULL; /* called once */
         done(req, u->shown, u->received, u->done_arg);
-    }
-    else
+    } else
         api_respond_json(
             req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size", (json_int_t)u->received));
 }
@@ -675,16 +674,17 @@ static void upload_begin(struct app *app, http_req *req, sandbox *sb, const stru
     req->on_body_end = on_up_body_end;
 }
 
-void api_files_write(struct app *app, http_req *req, sandbox *sb, const char *rel,
-                     const char *data, size_t len, api_files_written_cb done, void *arg)
+void api_files_write(struct app *app, http_req *req, sandbox *sb, const char *rel, const char *data,
+                     size_t len, api_files_written_cb done, void *arg)
 {
     struct put_target t;
     snprintf(t.rel, sizeof t.rel, "%s", rel);
     files_display(t.rel, t.shown, sizeof t.shown);
     t.announced = len;
     if (!t.rel[0]) {
-        http_respond_error(req, 400, "VALIDATION_FAILED", "a write needs a file path, not the "
-                                                          "workspace itself");
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "a write needs a file path, not the "
+                           "workspace itself");
         done(NULL, NULL, 0, arg);
         return;
     }
@@ -707,6 +707,7 @@ void api_files_put(struct app *app, http_req *req, const route_params *p)
         return;
     /* A buffered body (the server has no body hook: embedders, tests) is in memory,
      * capped by --max-body-bytes, and stays alive until we answer. */
-    upload_begin(app, req, sb, &t, req->body_streaming ? NULL : (req->body.data ? req->body.data : ""),
-                 req->body.len, NULL, NULL);
+    upload_begin(app, req, sb, &t,
+                 req->body_streaming ? NULL : (req->body.data ? req->body.data : ""), req->body.len,
+                 NULL, NULL);
 }
