@@ -36,23 +36,64 @@ struct e2b_run {
     budget_waiter bw;
     esc_carry c_out, c_err;
     bool abandoned; /* the client went away while the run was queued */
+    /* Lines made during one turn of the loop go out in one write (a result and the end
+     * of a short run usually arrive together): pend, charged to bg, is flushed by check
+     * after the turn's I/O, or at once past PEND_FLUSH bytes. */
+    buf pend;
+    uv_check_t check;
+    bool pause_next; /* a flush asked to pause: the engine hears it at the next output */
 };
+
+#define PEND_FLUSH 65536
+
+static void run_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
 
 static void run_free(struct e2b_run *a)
 {
     budget_cancel(a->bg, &a->bw);
+    buf_free(&a->pend);
     budget_release(a->bg, a->charged);
     budget_unref(a->bg);
     json_decref(a->body);
-    free(a);
+    uv_close((uv_handle_t *)&a->check, run_closed);
 }
 
+/* Write what is pending; 1 when the client asks the producer to pause. */
+static int flush(struct e2b_run *a)
+{
+    uv_check_stop(&a->check);
+    if (!a->pend.len)
+        return 0;
+    int rc = http_stream_write(a->req, a->pend.data, a->pend.len);
+    buf_reset(&a->pend);
+    return rc == 1;
+}
+
+static void check_cb(uv_check_t *h)
+{
+    struct e2b_run *a = h->data;
+    if (flush(a))
+        a->pause_next = true;
+}
+
+/* Queue one line (b, freed here): 1 when the engine should pause. A line that does not
+ * fit in pend (past PEND_FLUSH, or the budget refuses it) goes out at once after it. */
 static int write_line(struct e2b_run *a, buf *b)
 {
-    buf_append(b, "\n", 1);
-    int rc = http_stream_write(a->req, b->data, b->len);
+    int pause = buf_append(b, "\n", 1);
+    if (!pause && a->pend.len + b->len <= PEND_FLUSH && !buf_append(&a->pend, b->data, b->len)) {
+        uv_check_start(&a->check, check_cb);
+        pause = a->pause_next;
+        a->pause_next = false;
+    } else {
+        pause = flush(a);
+        pause |= http_stream_write(a->req, b->data, b->len) == 1;
+    }
     buf_free(b);
-    return rc == 1;
+    return pause;
 }
 
 static int write_json(struct e2b_run *a, json_t *j)
@@ -203,6 +244,7 @@ static void sink_end(void *arg, const struct ctx_run_end *e)
     write_json(a, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count",
                             e->exec_count));
     write_json(a, json_pack("{s:s}", "type", "end_of_execution"));
+    flush(a);
     http_stream_end(a->req);
     run_free(a);
 }
@@ -266,7 +308,7 @@ static struct context *pick(struct app *app, http_req *req, sandbox *sb, const c
     return c;
 }
 
-static void start(http_req *req, sandbox *sb, struct context *c, json_t *body)
+static void start(uv_loop_t *loop, http_req *req, sandbox *sb, struct context *c, json_t *body)
 {
     struct e2b_run *a = calloc(1, sizeof *a);
     size_t held = 2 * req->body.len + 4096;
@@ -283,6 +325,10 @@ static void start(http_req *req, sandbox *sb, struct context *c, json_t *body)
     a->bg = budget_ref(sb->budget);
     a->charged = held;
     a->body = body;
+    buf_init(&a->pend, PEND_FLUSH);
+    buf_set_budget(&a->pend, a->bg);
+    uv_check_init(loop, &a->check);
+    a->check.data = a;
     a->run = ctx_run_queue(c, json_object_get(body, "code"), json_object_get(body, "env_vars"),
                            sb->limits.timeout_ms, &E2B_SINK, a);
     if (!a->run) {
@@ -338,7 +384,7 @@ static void execute_in(struct app *app, http_req *req, sandbox *sb, void *arg)
                                "delete it or restart it",
                                i.id);
         else if (c) {
-            start(req, sb, c, body);
+            start(app->loop, req, sb, c, body);
             return;
         }
     }

@@ -334,9 +334,16 @@ int http_stream_write(http_req *r, const void *data, size_t len)
     } else {
         char hdr[32];
         int n = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
-        rc = http_conn_write(r->conn, hdr, (size_t)n, data, len);
-        if (!rc)
-            rc = http_conn_write(r->conn, "\r\n", 2, NULL, 0);
+        /* the chunk's header, data and CRLF in one write (one writev, one segment) */
+        char *crlf = malloc(2);
+        if (crlf) {
+            memcpy(crlf, "\r\n", 2);
+            rc = conn_write_owned(r->conn, hdr, (size_t)n, data, len, crlf, 2);
+        } else {
+            rc = http_conn_write(r->conn, hdr, (size_t)n, data, len);
+            if (!rc)
+                rc = http_conn_write(r->conn, "\r\n", 2, NULL, 0);
+        }
     }
     if (rc)
         return -EPIPE;
