@@ -270,8 +270,9 @@ static void post_in(struct app *app, http_req *req, sandbox *sb, void *arg)
 void api_e2b_files_post(struct app *app, http_req *req, const route_params *p)
 {
     (void)p;
-    if (req->content_type[0] && strstr(req->content_type, "gzip")) {
-        http_respond_error(req, 415, "UNSUPPORTED_MEDIA_TYPE", "gzip uploads are not supported");
+    if (req->body_encoded) {
+        http_respond_error(req, 415, "UNSUPPORTED_MEDIA_TYPE",
+                           "compressed uploads (Content-Encoding) are not supported");
         return;
     }
     e2b_with_sandbox(app, req, post_in, NULL);

@@ -84,6 +84,7 @@ struct http_req {
      * E2B-Traffic-Access-Token); "" when absent; longer values are refused with 431 */
     char sandbox_header[80];
     char access_token[512];
+    bool body_encoded; /* a Content-Encoding other than identity (not decoded here) */
     bool want_sse; /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;

@@ -142,6 +142,8 @@ def test_files_bad_requests(daemon):
         ("POST", "/files?path=a.txt", b"x", {"Content-Type": "text/csv"}, 415),
         ("POST", "/files?path=a.txt", b"x", {"Content-Type": "multipart/form-data"}, 415),
         ("POST", "/files?path=/etc/x", b"x", {"Content-Type": "application/octet-stream"}, 400),
+        ("POST", "/files?path=z.gz", b"\x1f\x8b", {"Content-Type": "application/octet-stream",
+                                                   "Content-Encoding": "gzip"}, 415),
     ]
     for method, path, body, h, status in cases:
         s, _, data = daemon.request(method, path, body, hdrs(**h))

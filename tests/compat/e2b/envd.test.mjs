@@ -29,6 +29,17 @@ describe("files", () => {
     assert.deepEqual([...back], [...bytes]);
   });
 
+  test("a Blob in, a stream out; gzip uploads are refused, not stored compressed", async () => {
+    await sbx.files.write("/workspace/blob.txt", new Blob(["from a blob"]));
+    const stream = await sbx.files.read("/workspace/blob.txt", { format: "stream" });
+    let text = "";
+    for await (const chunk of stream) text += Buffer.from(chunk).toString();
+    assert.equal(text, "from a blob");
+    await assert.rejects(sbx.files.write("/workspace/z.txt", "zip me", { gzip: true }),
+      /compressed uploads/);
+    assert.equal(await sbx.files.exists("/workspace/z.txt"), false);
+  });
+
   test("several files in one upload", async () => {
     const infos = await sbx.files.write([
       { path: "/workspace/many/1.txt", data: "one" },
