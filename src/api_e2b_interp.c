@@ -10,7 +10,7 @@
  * {"name","value","traceback": one string}, then "number_of_executions" and
  * "end_of_execution" (always last). Nothing but JSON lines: the SDK parses every line.
  * A client that goes away interrupts the run (SIGINT, as /v1's interrupt: the context's
- * state is kept); a run still queued behind another is interrupted when it first writes.
+ * state is kept); a run still queued behind another ends without running.
  * Back-pressure and memory are /v1's: queued lines are charged to the sandbox's budget
  * and a slow reader stops the reading of the context, nothing is dropped.
  */
@@ -35,7 +35,6 @@ struct e2b_run {
     size_t charged;
     budget_waiter bw;
     esc_carry c_out, c_err;
-    bool abandoned; /* the client went away while the run was queued */
     /* Lines made during one turn of the loop go out in one write (a result and the end
      * of a short run usually arrive together): pend, charged to bg, is flushed by check
      * after the turn's I/O, or at once past PEND_FLUSH bytes. */
@@ -109,13 +108,6 @@ static int write_json(struct e2b_run *a, json_t *j)
     return write_line(a, &b);
 }
 
-/* A run abandoned while queued is interrupted as soon as it is in flight and writes. */
-static void check_abandoned(struct e2b_run *a)
-{
-    if (a->abandoned && ctx_run_interrupt(a->run) == 0)
-        a->abandoned = false;
-}
-
 static int text_line(struct e2b_run *a, bool is_err, const char *data, size_t n, bool final)
 {
     buf t;
@@ -139,7 +131,6 @@ static int text_line(struct e2b_run *a, bool is_err, const char *data, size_t n,
 static int sink_output(void *arg, bool is_err, const char *data, size_t n)
 {
     struct e2b_run *a = arg;
-    check_abandoned(a);
     return text_line(a, is_err, data, n, false);
 }
 
@@ -178,7 +169,6 @@ static int sink_result(void *arg, json_t *result, size_t msg_bytes)
 {
     struct e2b_run *a = arg;
     (void)msg_bytes;
-    check_abandoned(a);
     return write_json(a, e2b_result(result));
 }
 
@@ -262,8 +252,7 @@ static void run_abort(http_req *req, void *arg)
     struct e2b_run *a = arg;
     (void)req;
     budget_cancel(a->bg, &a->bw);
-    if (ctx_run_interrupt(a->run) == 1)
-        a->abandoned = true;
+    ctx_run_interrupt(a->run); /* the state is kept; a queued run never starts */
     if (ctx_run_paused(a->run))
         ctx_run_resume(a->run);
 }

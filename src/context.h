@@ -129,8 +129,9 @@ struct ctx_run *ctx_run_queue(struct context *c, json_t *code, json_t *env, uint
 void ctx_run_resume(struct ctx_run *r);
 /* True while reading is stopped on r's behalf. */
 bool ctx_run_paused(const struct ctx_run *r);
-/* Interrupt r if it is the run in flight on its context, as ctx_interrupt does (no
- * waiter; its sink's end says how it ended). 1 when r is not in flight (still queued). */
+/* Interrupt r: in flight, as ctx_interrupt does (no waiter); still queued, it will end
+ * with KeyboardInterrupt when its turn comes, without running. Its sink's end says how
+ * it ended. 0, or 1 when r is on no context any more. */
 int ctx_run_interrupt(struct ctx_run *r);
 
 #endif

@@ -85,7 +85,7 @@ struct http_req {
     char sandbox_header[80];
     char access_token[512];
     bool body_encoded; /* a Content-Encoding other than identity (not decoded here) */
-    bool want_sse; /* Accept names text/event-stream */
+    bool want_sse;     /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
     uint64_t content_length; /* when has_content_length */

@@ -106,6 +106,18 @@ describe("runCode", () => {
     assert.equal(r.text, "42");
   });
 
+  test("a run abandoned while queued behind another never runs", async () => {
+    const ctx = await sbx.createCodeContext();
+    const first = sbx.runCode("import time\ntime.sleep(3)\n'first'", { context: ctx });
+    await new Promise((ok) => setTimeout(ok, 300));
+    await assert.rejects(sbx.runCode("marker = 1", { context: ctx, timeoutMs: 800 }),
+      (e) => /timed out/i.test(e.message));
+    assert.equal((await first).text, "first");
+    const r = await sbx.runCode("'marker' in globals()", { context: ctx });
+    assert.equal(r.text, "False");
+    await sbx.removeCodeContext(ctx);
+  });
+
   test("javascript and typescript by language", async () => {
     const js = await sbx.runCode("const a = 20; a * 2 + 2", { language: "js" });
     assert.equal(js.error, undefined, JSON.stringify(js.error));
