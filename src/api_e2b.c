@@ -129,21 +129,12 @@ json_t *e2b_connect_request(const http_req *req, bool streaming, char *err, size
                      "envelope flags 0x%02x are not supported (only 0: no compression)", d[0]);
             return NULL;
         }
-        if (len > E2B_MAX_MESSAGE) {
-            snprintf(err, errlen, "the message declares %u bytes, more than the %u accepted", len,
-                     E2B_MAX_MESSAGE);
-            return NULL;
-        }
         if ((size_t)len != n - 5) {
             snprintf(err, errlen, "the envelope declares %u bytes but %zu follow", len, n - 5);
             return NULL;
         }
         d += 5;
         n = len;
-    } else if (n > E2B_MAX_MESSAGE) {
-        snprintf(err, errlen, "the message has %zu bytes, more than the %u accepted", n,
-                 E2B_MAX_MESSAGE);
-        return NULL;
     }
     if (n == 0)
         return json_object();

@@ -42,12 +42,11 @@ const char *e2b_code_name(enum e2b_code code);
 void e2b_unary_error(http_req *req, enum e2b_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define E2B_MAX_MESSAGE (1u << 20) /* largest Connect message we take */
-
 /* The request message: a unary call's body (application/json) or a streaming call's one
- * enveloped message (application/connect+json), parsed as a JSON object. NULL with err
- * set when it is not exactly that (a declared length over E2B_MAX_MESSAGE, or not the
- * body's length, a compressed or end-of-stream flag, bad JSON). */
+ * enveloped message (application/connect+json), parsed as a JSON object. The body is
+ * buffered by the HTTP server, so --max-body-bytes caps it. NULL with err set when it is
+ * not exactly that (a declared length that is not the rest of the body, a compressed or
+ * end-of-stream flag, bad JSON, not an object). */
 json_t *e2b_connect_request(const http_req *req, bool streaming, char *err, size_t errlen);
 /* Append one enveloped message (flags 0: a message, 2: end of stream) to b. */
 int e2b_connect_frame(buf *b, unsigned flags, const char *json, size_t len);

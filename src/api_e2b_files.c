@@ -9,7 +9,7 @@
  * uploaded file is written by api_files_write, the same writer in the sandbox as PUT
  * (charged to the sandbox, atomic, confined by files.c). The body is buffered by the HTTP
  * server, so it is capped by --max-body-bytes (413) and each file by --max-file-bytes.
- * The multipart parser looks only inside the body it was given: at most E2B_MAX_PARTS
+ * The multipart parser looks only inside the body it was given: at most --max-upload-files
  * parts, part headers of at most PART_HEADERS_MAX bytes, and anything malformed (no
  * boundary, a part without its closing delimiter, no filename and no path) is a 400.
  */
@@ -22,7 +22,6 @@
 #include "api_json.h"
 #include "files.h"
 
-#define E2B_MAX_PARTS 64      /* files in one multipart upload */
 #define PART_HEADERS_MAX 8192 /* one part's header block */
 #define BOUNDARY_MAX 72       /* RFC 2046 allows 70 */
 
@@ -76,7 +75,8 @@ int e2b_query(const char *query, const char *name, char *out, size_t outlen)
 struct part {
     const char *data;
     size_t len;
-    char name[FILES_PATH_MAX + 1]; /* the filename (percent-escapes of ", CR, LF undone) */
+    const char *hdr; /* the part's headers (for its filename), in the body */
+    size_t hdr_len;
 };
 
 static const char *find(const char *h, size_t hn, const char *n, size_t nn)
@@ -152,8 +152,8 @@ static int multipart_parse(const char *body, size_t n, const char *boundary, str
         if (!he || *count >= max)
             break;
         struct part *pt = &parts[*count];
-        pt->name[0] = '\0';
-        filename_of(p, (size_t)(he - p), pt->name, sizeof pt->name);
+        pt->hdr = p;
+        pt->hdr_len = (size_t)(he - p);
         pt->data = he + 4;
         const char *next = find(pt->data, (size_t)(end - pt->data), delim, (size_t)dl);
         if (!next)
@@ -162,11 +162,12 @@ static int multipart_parse(const char *body, size_t n, const char *boundary, str
         (*count)++;
         p = next + dl;
     }
-    snprintf(err, errlen,
-             *count >= max ? "more than %zu files in one upload"
-                           : "the multipart body is malformed (a part's headers or its closing "
-                             "boundary are missing)",
-             max);
+    if (*count >= max)
+        snprintf(err, errlen, "more than %zu files in one upload (--max-upload-files)", max);
+    else
+        snprintf(err, errlen,
+                 "the multipart body is malformed (a part's headers or its closing "
+                 "boundary are missing)");
     return -1;
 }
 
@@ -212,7 +213,10 @@ static void write_next(http_req *req, struct upload_set *u)
         return;
     }
     struct part *pt = &u->parts[u->next++];
-    const char *target = u->n == 1 && u->path[0] ? u->path : pt->name;
+    char name[FILES_PATH_MAX + 1] = "";
+    if (pt->hdr && filename_of(pt->hdr, pt->hdr_len, name, sizeof name))
+        name[0] = '\0';
+    const char *target = u->n == 1 && u->path[0] ? u->path : name;
     char rel[FILES_PATH_MAX + 1], err[256];
     sandbox *sb = sbx_find(u->sid);
     if (!target[0])
@@ -236,7 +240,8 @@ static void post_in(struct app *app, http_req *req, sandbox *sb, void *arg)
         return;
     struct upload_set *u = calloc(1, sizeof *u);
     char err[256] = "", boundary[BOUNDARY_MAX];
-    if (!u || !(u->parts = calloc(E2B_MAX_PARTS, sizeof *u->parts))) {
+    size_t max = app->cfg->max_upload_files;
+    if (!u || !(u->parts = calloc(max, sizeof *u->parts))) {
         free(u);
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
         return;
@@ -258,7 +263,7 @@ static void post_in(struct app *app, http_req *req, sandbox *sb, void *arg)
                            "POST /files takes multipart/form-data with a boundary, or "
                            "application/octet-stream");
     } else if (multipart_parse(req->body.data ? req->body.data : "", req->body.len, boundary,
-                               u->parts, E2B_MAX_PARTS, &u->n, err, sizeof err)) {
+                               u->parts, max, &u->n, err, sizeof err)) {
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
     } else {
         write_next(req, u);

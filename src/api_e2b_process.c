@@ -27,8 +27,6 @@
 #include "jsonx.h"
 #include "process.h"
 
-#define MAX_ARGS 256 /* words of one command */
-
 /* ---- the stream ---- */
 
 struct e2b_stream {
@@ -241,11 +239,10 @@ static int build_command(const json_t *cfg, buf *b, char *err, size_t errlen)
 {
     const char *cmd = json_string_value(json_object_get(cfg, "cmd"));
     const json_t *args = json_object_get(cfg, "args");
-    if (!cmd || !cmd[0] || (args && !json_is_array(args)) || json_array_size(args) > MAX_ARGS) {
+    if (!cmd || !cmd[0] || (args && !json_is_array(args))) {
         snprintf(err, errlen,
                  "process.cmd must be a non-empty string and process.args an array "
-                 "of at most %d strings",
-                 MAX_ARGS);
+                 "of strings");
         return -1;
     }
     buf_puts(b, "exec");

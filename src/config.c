@@ -105,6 +105,9 @@ static const struct opt OPTS[] = {
       "Time a sandbox's init has to start a process (it runs under the sandbox's CPU quota); then the request fails with 429." },
     { "sandbox-start-timeout-ms", "SANDBOXD_SANDBOX_START_TIMEOUT_MS", U64(sandbox_start_timeout_ms), "10000", 100, 600000,
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
+    /* the E2B surface (api_e2b*.c) */
+    { "max-upload-files", "SANDBOXD_MAX_UPLOAD_FILES", U64(max_upload_files), "64", 1, 100000,
+      "Files in one multipart upload (E2B's POST /files); one more gets 400." },
     /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
      * host; the workspace, /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox). */
     { "max-memory-mb", "SANDBOXD_MAX_MEMORY_MB", U64(max_memory_mb), "8192", 16, 1 << 24,

@@ -59,7 +59,7 @@ static void envelope_refused(void **state)
     assert_null(parse("\x00\x00\x00", 3, true, err)); /* truncated prefix */
     assert_non_null(strstr(err, "not one enveloped"));
     assert_null(parse("\x00\xff\xff\xff\xff{}", 7, true, err)); /* huge declared length */
-    assert_non_null(strstr(err, "more than"));
+    assert_non_null(strstr(err, "declares 4294967295 bytes but 2 follow"));
     assert_null(parse("\x00\x00\x00\x00\x02{}{}", 9, true, err)); /* trailing bytes */
     assert_non_null(strstr(err, "but 4 follow"));
     assert_null(parse("\x01\x00\x00\x00\x02{}", 7, true, err)); /* compressed */
@@ -70,10 +70,6 @@ static void envelope_refused(void **state)
     assert_null(parse("\x00\x00\x00\x00\x02{x", 7, true, err)); /* bad JSON */
     assert_non_null(strstr(err, "not valid JSON"));
     assert_null(parse("{\"a\":1,\"a\":2}", 13, false, err)); /* duplicate keys */
-    char *big = calloc(1, E2B_MAX_MESSAGE + 2);
-    memset(big, ' ', E2B_MAX_MESSAGE + 1);
-    assert_null(parse(big, E2B_MAX_MESSAGE + 1, false, err)); /* unary over the cap */
-    free(big);
 }
 
 static void frame_out(void **state)
