@@ -204,11 +204,12 @@ static void sink_wait_room(void *arg)
 /* The native error {"name","message","traceback":[…]} as E2B's. */
 static json_t *e2b_error(const json_t *e)
 {
-    buf tb;
-    buf_init(&tb, 1u << 20);
     const json_t *lines = json_object_get(e, "traceback");
-    size_t i;
+    size_t i, total = 1;
     const json_t *l;
+    json_array_foreach(lines, i, l) total += json_string_length(l) + 1;
+    buf tb;
+    buf_init(&tb, total); /* the whole traceback, however long: it exists already */
     json_array_foreach(lines, i, l)
     {
         if (i)
