@@ -15,12 +15,15 @@
  */
 #include "api_e2b.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api_json.h"
 #include "files.h"
+#include "jail.h"
 
 #define PART_HEADERS_MAX 8192 /* one part's header block */
 #define BOUNDARY_MAX 72       /* RFC 2046 allows 70 */
@@ -297,6 +300,19 @@ static void get_in(struct app *app, http_req *req, sandbox *sb, void *arg)
                            q < 0 ? "the query's 'path' is malformed"
                                  : "GET /files needs ?path=<file>");
         return;
+    }
+    /* envd reads files only: a directory is an error here, not /v1's listing */
+    char rel[FILES_PATH_MAX + 1], err[256];
+    if (files_normalize(path, rel, sizeof rel, err, sizeof err) == 0) {
+        int root = files_open_root(jail_workspace(sb->jail));
+        int fd = root < 0 ? -1 : files_openat2(root, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (root >= 0)
+            close(root);
+        if (fd >= 0) {
+            close(fd);
+            http_respond_error(req, 400, "VALIDATION_FAILED", "'%s' is a directory", path);
+            return;
+        }
     }
     route_params rp = { .n = 2,
                         .names = { "sid}", "path...}" }, /* as the router sets them */

@@ -151,6 +151,7 @@ def test_files_bad_requests(daemon):
         ("GET", "/files?path=/etc/passwd", None, {}, 400),
         ("GET", "/files?path=../../etc/passwd", None, {}, 400),
         ("GET", "/files?path=/workspace/none", None, {}, 404),
+        ("GET", "/files?path=/workspace", None, {}, 400),
         ("POST", "/files?path=a.txt", b"x", {"Content-Type": "text/csv"}, 415),
         ("POST", "/files?path=a.txt", b"x", {"Content-Type": "multipart/form-data"}, 415),
         ("POST", "/files?path=/etc/x", b"x", {"Content-Type": "application/octet-stream"}, 400),
