@@ -1,6 +1,7 @@
 /*
  * api_files_upload.c — PUT /v1/sandboxes/{sid}/files/{path}: a streamed upload, written
- * by a process in the sandbox. Paths are confined by files.c.
+ * by a process in the sandbox. Paths are confined by files.c. api_files_write (api.h) is
+ * the same write for a body already in memory, answered by its caller (E2B's POST /files).
  *
  * Memory: the file is never held. The body arrives through http.c's streamed-body mode:
  * each piece is copied into one of two UPLOAD_BUF buffers while the other is being
