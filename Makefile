@@ -38,6 +38,7 @@ e2e: build
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTEST) -q clients/python/tests
 	SANDBOXD_BUILD=$(abspath $(BUILD)) clients/js/scripts/test.sh
 	SANDBOXD_BUILD=$(abspath $(BUILD)) tests/compat/cloudflare/test.sh
+	cd tests/compat/e2b && SANDBOXD_BUILD=$(abspath $(BUILD)) node --test --test-concurrency=1 *.test.mjs
 
 test: build
 	@scripts/lint

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_cf.h"
+#include "api_e2b.h"
 #include "log.h"
 #include "sse.h"
 
@@ -83,6 +84,30 @@ static const struct route ROUTES[] = {
     { "DELETE", "/api/process/{pid}", H(api_cf_process_kill), 0 },
     { "GET", "/api/process/{pid}/logs", H(api_cf_process_logs), 0 },
     { "GET", "/api/process/{pid}/stream", H(api_cf_process_stream), 0 },
+    /* E2B's code interpreter and envd (api_e2b*.c, docs/compat.md) */
+    { "GET", "/health", H(api_e2b_health), ROUTE_PUBLIC },
+    { "POST", "/execute", H(api_e2b_execute), 0 },
+    { "POST", "/contexts", H(api_e2b_context_create), 0 },
+    { "GET", "/contexts", H(api_e2b_context_list), 0 },
+    { "POST", "/contexts/{cid}/restart", H(api_e2b_context_restart), 0 },
+    { "DELETE", "/contexts/{cid}", H(api_e2b_context_delete), 0 },
+    { "GET", "/files", H(api_e2b_files_get), 0 },
+    { "POST", "/files", H(api_e2b_files_post), 0 },
+    { "POST", "/process.Process/Start", H(api_e2b_process_start), 0 },
+    { "POST", "/process.Process/Connect", H(api_e2b_process_connect), 0 },
+    { "POST", "/process.Process/List", H(api_e2b_process_list), 0 },
+    { "POST", "/process.Process/SendSignal", H(api_e2b_process_signal), 0 },
+    { "POST", "/process.Process/SendInput", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/CloseStdin", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/Update", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/StreamInput", H(api_e2b_unimplemented), 0 },
+    { "POST", "/filesystem.Filesystem/Stat", H(api_e2b_fs_stat), 0 },
+    { "POST", "/filesystem.Filesystem/ListDir", H(api_e2b_fs_listdir), 0 },
+    { "POST", "/filesystem.Filesystem/MakeDir", H(api_e2b_fs_mkdir), 0 },
+    { "POST", "/filesystem.Filesystem/Move", H(api_e2b_fs_move), 0 },
+    { "POST", "/filesystem.Filesystem/Remove", H(api_e2b_fs_remove), 0 },
+    { "POST", "/filesystem.Filesystem/WatchDir", H(api_e2b_unimplemented), 0 },
+    { "POST", "/filesystem.Filesystem/CreateWatcher", H(api_e2b_unimplemented), 0 },
 };
 /* clang-format on */
 
@@ -121,21 +146,27 @@ void api_init(struct app *app, uv_loop_t *loop, const struct config *cfg)
     }
 }
 
-/* Constant-time comparison of the Authorization header with "Bearer <token>". */
+/* Constant-time comparison of a presented token h with the daemon's tok. */
+static bool token_equal(const char *tok, const char *h)
+{
+    size_t hl = strlen(h), tl = strlen(tok);
+    unsigned char diff = hl != tl;
+    for (size_t i = 0; i < tl; i++)
+        diff |= (unsigned char)(tok[i] ^ (i < hl ? h[i] : 0));
+    return diff == 0;
+}
+
+/* The Authorization header "Bearer <token>", or (for the E2B client, which cannot set
+ * Authorization: docs/compat.md) X-Access-Token / E2B-Traffic-Access-Token "<token>". */
 static bool authorized(const struct app *app, const http_req *req)
 {
     const char *tok = app->cfg->token;
     if (!tok[0])
         return true;
     const char *h = req->authorization;
-    if (strncmp(h, "Bearer ", 7) != 0)
-        return false;
-    h += 7;
-    size_t hl = strlen(h), tl = strlen(tok);
-    unsigned char diff = hl != tl;
-    for (size_t i = 0; i < tl; i++)
-        diff |= (unsigned char)(tok[i] ^ (i < hl ? h[i] : 0));
-    return diff == 0;
+    if (strncmp(h, "Bearer ", 7) == 0 && token_equal(tok, h + 7))
+        return true;
+    return req->access_token[0] && token_equal(tok, req->access_token);
 }
 
 void api_dispatch(http_req *req, void *arg)

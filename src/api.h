@@ -103,6 +103,15 @@ void api_process_get(struct app *app, http_req *req, const route_params *p);
 void api_process_delete(struct app *app, http_req *req, const route_params *p);
 void api_process_logs(struct app *app, http_req *req, const route_params *p);
 void api_files_put(struct app *app, http_req *req, const route_params *p);
+/* A file written as PUT writes it (the writer in the sandbox, charged to it; the same
+ * checks and error answers), from data that stays valid until req is answered (part of
+ * its buffered body). rel is files_normalize's. On success done is called instead of
+ * PUT's answer (shown: the path as the sandbox sees it) and must answer req or start
+ * another write; on failure the error is answered as PUT's and done is called with req
+ * NULL (only to let go of arg). done is called exactly once, now or later. */
+typedef void (*api_files_written_cb)(http_req *req, const char *shown, uint64_t size, void *arg);
+void api_files_write(struct app *app, http_req *req, struct sandbox *sb, const char *rel,
+                     const char *data, size_t len, api_files_written_cb done, void *arg);
 void api_files_get(struct app *app, http_req *req, const route_params *p);
 void api_files_delete(struct app *app, http_req *req, const route_params *p);
 void api_files_move(struct app *app, http_req *req, const route_params *p);

@@ -184,24 +184,12 @@ void cf_with_sandbox(struct app *app, http_req *req, const char *param, cf_next 
     *d = (struct deferred){ .app = app, .req = req, .next = next, .has_param = param != NULL };
     if (param)
         snprintf(d->param, sizeof d->param, "%s", param);
-    int rc = sbx_join(id, sandbox_ready, d);
-    if (rc == 0)
-        return;
-    if (rc == -EBUSY) {
-        free(d);
-        cf_error(req, 429, "LIMIT_REACHED",
-                 "too many requests already wait for sandbox '%s' to be created", id);
-        return;
-    }
-    struct sbx_limits lim;
     err[0] = '\0';
-    rc = sbx_parse_limits(NULL, &lim, err, sizeof err);
-    if (!rc)
-        rc = sbx_create(id, &lim, false, NULL, NULL, sandbox_ready, d, err, sizeof err);
+    int rc = sbx_ensure(id, sandbox_ready, d, err, sizeof err);
     if (rc == 0)
         return;
     free(d);
-    if (rc == -EMFILE)
+    if (rc == -EMFILE || rc == -EBUSY)
         cf_error(req, 429, "LIMIT_REACHED", "%s", err);
     else
         cf_error(req, 500, "INTERNAL_ERROR", "cannot create sandbox '%s': %s", id,

@@ -1,6 +1,7 @@
 /*
  * api_files_upload.c — PUT /v1/sandboxes/{sid}/files/{path}: a streamed upload, written
- * by a process in the sandbox. Paths are confined by files.c.
+ * by a process in the sandbox. Paths are confined by files.c. api_files_write (api.h) is
+ * the same write for a body already in memory, answered by its caller (E2B's POST /files).
  *
  * Memory: the file is never held. The body arrives through http.c's streamed-body mode:
  * each piece is copied into one of two UPLOAD_BUF buffers while the other is being
@@ -94,6 +95,8 @@ struct upload {
     uv_pipe_t pipe; /* write end of the writer's stdin */
     bool pipe_init, pipe_closed;
     uv_write_t w;
+    api_files_written_cb done; /* api_files_write's: answers a success instead of PUT */
+    void *done_arg;
 };
 
 static void upload_free(struct upload *u)
@@ -111,6 +114,8 @@ static void upload_free(struct upload *u)
         close(u->root);
     free(u->buf[0]);
     free(u->buf[1]);
+    if (u->done)
+        u->done(NULL, NULL, 0, u->done_arg); /* failed; answered already */
     free(u);
 }
 
@@ -252,7 +257,11 @@ static void upload_answer(struct upload *u)
         http_respond(req, 499, NULL, "", 0, NULL); /* completes; nothing is sent */
     else if (u->failed)
         upload_respond_failure(u, req);
-    else
+    else if (u->done) {
+        api_files_written_cb done = u->done;
+        u->done = NULL; /* called once */
+        done(req, u->shown, u->received, u->done_arg);
+    } else
         api_respond_json(
             req, 201, json_pack("{s:s, s:I}", "path", u->shown, "size", (json_int_t)u->received));
 }
@@ -628,18 +637,21 @@ static int upload_start_writer(struct upload *u, sandbox *sb, char *err, size_t 
     return rc;
 }
 
-void api_files_put(struct app *app, http_req *req, const route_params *p)
+/* Steps 2 to 4 and the body: buffered (data, len: in memory until req is answered) or,
+ * with data NULL, streamed to on_body. */
+static void upload_begin(struct app *app, http_req *req, sandbox *sb, const struct put_target *t,
+                         const char *data, size_t len, api_files_written_cb done, void *arg)
 {
-    struct put_target t;
-    sandbox *sb = put_check(app, req, p, &t);
-    if (!sb)
-        return;
-    struct upload *u = upload_new(app, sb, &t);
+    struct upload *u = upload_new(app, sb, t);
     if (!u) {
         http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
+        if (done)
+            done(NULL, NULL, 0, arg);
         return;
     }
-    if (upload_open_target(u, req, sb, &t))
+    u->done = done;
+    u->done_arg = arg;
+    if (upload_open_target(u, req, sb, t))
         return;
     char err[256] = "";
     snprintf(u->sid, sizeof u->sid, "%s", sb->id);
@@ -654,12 +666,10 @@ void api_files_put(struct app *app, http_req *req, const route_params *p)
         upload_fail(u, rc);
         return;
     }
-    if (!req->body_streaming) {
-        /* The server buffered the body (it has no body hook: embedders, tests). It is in
-         * memory, capped by --max-body-bytes, and stays alive until we answer. */
-        u->received = req->body.len;
+    if (data) {
+        u->received = len;
         u->body_done = true;
-        if (req->body.len > 0 && (rc = upload_write(u, req->body.data, req->body.len))) {
+        if (len > 0 && (rc = upload_write(u, (char *)data, len))) {
             upload_fail(u, rc);
             return;
         }
@@ -668,4 +678,42 @@ void api_files_put(struct app *app, http_req *req, const route_params *p)
     }
     req->on_body = on_up_body;
     req->on_body_end = on_up_body_end;
+}
+
+void api_files_write(struct app *app, http_req *req, sandbox *sb, const char *rel, const char *data,
+                     size_t len, api_files_written_cb done, void *arg)
+{
+    struct put_target t;
+    snprintf(t.rel, sizeof t.rel, "%s", rel);
+    files_display(t.rel, t.shown, sizeof t.shown);
+    t.announced = len;
+    if (!t.rel[0]) {
+        http_respond_error(req, 400, "VALIDATION_FAILED",
+                           "a write needs a file path, not the "
+                           "workspace itself");
+        done(NULL, NULL, 0, arg);
+        return;
+    }
+    if (len > app->cfg->max_file_bytes) {
+        http_respond_error(req, 413, "PAYLOAD_TOO_LARGE",
+                           "the file of %zu bytes exceeds the limit of %llu bytes "
+                           "(--max-file-bytes)",
+                           len, (unsigned long long)app->cfg->max_file_bytes);
+        done(NULL, NULL, 0, arg);
+        return;
+    }
+    upload_begin(app, req, sb, &t, data ? data : "", len, done, arg);
+}
+
+void api_files_put(struct app *app, http_req *req, const route_params *p)
+{
+    struct put_target t;
+    sandbox *sb = put_check(app, req, p, &t);
+    if (!sb)
+        return;
+    /* A buffered body (the server has no body hook: embedders, tests) is in memory,
+     * capped by --max-body-bytes, and stays alive until we answer. */
+    upload_begin(app, req, sb, &t,
+                 req->body_streaming ? NULL : (req->body.data ? req->body.data : ""), req->body.len,
+                 NULL, NULL);
 }

@@ -54,6 +54,7 @@ struct config {
     uint64_t context_start_timeout_ms;
     uint64_t drain_grace_ms;
     uint64_t max_list_entries;
+    uint64_t max_upload_files;
     uint64_t max_followers;
     /* the sandbox's init: nothing waits for it on the loop (jail.h) */
     uint64_t max_pending_spawns;

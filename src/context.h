@@ -155,5 +155,9 @@ int ctx_run_cancel(struct ctx_run *r, const char *why);
  * running one by killing its context's process (the context restarts, as after a
  * crash). For a daemon that shuts down (exe_fail_all). */
 void ctx_run_fail(struct ctx_run *r, const char *name, const char *why);
+/* Interrupt r: in flight, as ctx_interrupt does (no waiter); still queued, it will end
+ * with KeyboardInterrupt when its turn comes, without running. Its sink's end says how
+ * it ended. 0, or 1 when r is on no context any more. */
+int ctx_run_interrupt(struct ctx_run *r);
 
 #endif

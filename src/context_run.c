@@ -169,13 +169,21 @@ void ctx_fail_queue(struct context *c, const char *name, const char *why)
 
 void ctx_run_next(struct context *c)
 {
-    if (c->state != CTX_IDLE || c->cur || !c->q_head || !c->proc)
-        return;
-    struct ctx_run *r = c->q_head;
-    c->q_head = r->next;
-    if (!c->q_head)
-        c->q_tail = NULL;
-    r->next = NULL;
+    struct ctx_run *r;
+    for (;;) {
+        if (c->state != CTX_IDLE || c->cur || !c->q_head || !c->proc)
+            return;
+        r = c->q_head;
+        c->q_head = r->next;
+        if (!c->q_head)
+            c->q_tail = NULL;
+        r->next = NULL;
+        if (!r->interrupted)
+            break;
+        /* interrupted while queued (ctx_run_interrupt): it never runs */
+        ctx_run_set_error(r, "KeyboardInterrupt", "the run was interrupted before it started");
+        ctx_run_answer(r);
+    }
     ctx_lines_flush(c->proc); /* written between runs: no run's (dropped) */
     c->cur = r;
     c->state = CTX_BUSY;
@@ -272,6 +280,20 @@ void ctx_run_fail(struct ctx_run *r, const char *name, const char *why)
         r->killed = true;
         ctx_proc_died(c, c->proc); /* answers r (with fail_name) */
     }
+}
+
+int ctx_run_interrupt(struct ctx_run *r)
+{
+    struct context *c = r->ctx;
+    if (!c)
+        return 1;
+    if (c->cur != r) {
+        r->interrupted = true; /* queued: ctx_run_next ends it without running it */
+        return 0;
+    }
+    if (!r->interrupted && c->state == CTX_BUSY)
+        ctx_interrupt_run(c);
+    return 0;
 }
 
 void ctx_interrupt_run(struct context *c)

@@ -80,9 +80,14 @@ struct http_req {
     char authorization[512]; /* "" when absent; longer values are refused with 431 */
     char content_type[128];
     char last_event_id[32]; /* Last-Event-ID (SSE re-attach), "" when absent */
-    bool want_sse;          /* Accept names text/event-stream */
-    /* X-Sandbox-Id (the Cloudflare surface, api_cf.c), "" when absent */
+    /* compatibility surfaces (docs/compat.md), "" when absent; longer values are refused
+     * with 431: the sandbox a request names (X-Sandbox-Id for Cloudflare's, E2b-Sandbox-Id
+     * for E2B's) and an access token (X-Access-Token or E2B-Traffic-Access-Token) */
     char x_sandbox_id[128];
+    char sandbox_header[80];
+    char access_token[512];
+    bool body_encoded; /* a Content-Encoding other than identity (not decoded here) */
+    bool want_sse;     /* Accept names text/event-stream */
     bool keep_alive;
     bool has_content_length;
     uint64_t content_length; /* when has_content_length */

@@ -127,6 +127,12 @@ static int on_header_value_complete(llhttp_t *p)
         rc = take_value(c, r->last_event_id, sizeof r->last_event_id, "Last-Event-ID");
     else if (header_is(c, "x-sandbox-id"))
         rc = take_value(c, r->x_sandbox_id, sizeof r->x_sandbox_id, "X-Sandbox-Id");
+    else if (header_is(c, "e2b-sandbox-id"))
+        rc = take_value(c, r->sandbox_header, sizeof r->sandbox_header, "E2b-Sandbox-Id");
+    else if (header_is(c, "x-access-token") || header_is(c, "e2b-traffic-access-token"))
+        rc = take_value(c, r->access_token, sizeof r->access_token, "access token");
+    else if (header_is(c, "content-encoding"))
+        r->body_encoded = c->hvalue.len && strcasecmp(c->hvalue.data, "identity") != 0;
     else if (header_is(c, "accept") && c->hvalue.data &&
              strcasestr(c->hvalue.data, "text/event-stream"))
         r->want_sse = true;

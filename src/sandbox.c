@@ -458,6 +458,23 @@ int sbx_create_with(const struct sbx_spec *sp, sbx_created_cb cb, void *arg, cha
     return 0;
 }
 
+int sbx_ensure(const char *id, sbx_created_cb cb, void *arg, char *err, size_t errlen)
+{
+    int rc = sbx_join(id, cb, arg);
+    if (rc == -EBUSY)
+        snprintf(err, errlen,
+                 "too many requests already wait for sandbox '%s' to be created "
+                 "(--max-pending-spawns)",
+                 id);
+    if (rc != -ENOENT)
+        return rc;
+    struct sbx_limits lim;
+    err[0] = '\0';
+    if (sbx_parse_limits(NULL, &lim, err, errlen))
+        return -EINVAL;
+    return sbx_create(id, &lim, false, NULL, NULL, cb, arg, err, errlen);
+}
+
 int sbx_join(const char *id, sbx_created_cb cb, void *arg)
 {
     struct creation *c = creation_find(id);

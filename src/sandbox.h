@@ -132,6 +132,12 @@ int sbx_create_with(const struct sbx_spec *spec, sbx_created_cb cb, void *arg, c
  * requests already wait for it. */
 int sbx_join(const char *id, sbx_created_cb cb, void *arg);
 
+/* Get-or-create of id with the daemon's defaults (the compatibility surfaces' sandboxes,
+ * named by a header), for an id sbx_find did not find: 0 when cb comes later (a creation
+ * under way joined, or a new one begun), else -errno with err a sentence: -EBUSY (too
+ * many wait already), -EMFILE (past --max-sandboxes), others from sbx_create. */
+int sbx_ensure(const char *id, sbx_created_cb cb, void *arg, char *err, size_t errlen);
+
 /* Unregister now and destroy: every process ends, the workspace is removed; done (may be
  * NULL) runs when all is gone. Hooks registered with sbx_on_destroy run first. */
 void sbx_destroy(sandbox *s, void (*done)(void *arg), void *arg);

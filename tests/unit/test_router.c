@@ -15,11 +15,14 @@ static const struct route T[] = {
     { "POST", "/v1/sandboxes/{sid}/files:move", NULL, 0 },
     { "GET", "/v1/sandboxes/{sid}/files/{path...}", NULL, 0 },
     { "GET", "/v1/sandboxes/{sid}/contexts/{cid}", NULL, 0 },
+    /* the E2B surface: root paths and Connect's "/package.Service/Method" */
+    { "POST", "/contexts/{cid}/restart", NULL, 0 },
+    { "POST", "/process.Process/Start", NULL, 0 },
 };
 #define N (sizeof T / sizeof T[0])
 
-static int match(const char *method, const char *path, const struct route **r,
-                 route_params *p, char *allow)
+static int match(const char *method, const char *path, const struct route **r, route_params *p,
+                 char *allow)
 {
     return router_match(T, N, method, path, r, p, allow, 128);
 }
@@ -43,14 +46,32 @@ static void literal_and_params(void **state)
     route_params_free(&p);
 }
 
+/* Connect's service paths are plain literals, dots included; nothing else matches them. */
+static void connect_service_paths(void **state)
+{
+    (void)state;
+    const struct route *r;
+    route_params p;
+    char allow[128];
+    assert_int_equal(match("POST", "/process.Process/Start", &r, &p, allow), ROUTE_FOUND);
+    assert_ptr_equal(r, &T[8]);
+    route_params_free(&p);
+    assert_int_equal(match("POST", "/process.Process/Stop", &r, &p, allow), ROUTE_NO_PATH);
+    assert_int_equal(match("POST", "/processXProcess/Start", &r, &p, allow), ROUTE_NO_PATH);
+    assert_int_equal(match("GET", "/process.Process/Start", &r, &p, allow), ROUTE_NO_METHOD);
+    assert_string_equal(allow, "POST");
+    assert_int_equal(match("POST", "/contexts/ctx-1/restart", &r, &p, allow), ROUTE_FOUND);
+    assert_string_equal(route_param(&p, "cid"), "ctx-1");
+    route_params_free(&p);
+}
+
 static void rest_parameter(void **state)
 {
     (void)state;
     const struct route *r;
     route_params p;
     char allow[128];
-    assert_int_equal(match("GET", "/v1/sandboxes/s/files/a/b%20c.txt", &r, &p, allow),
-                     ROUTE_FOUND);
+    assert_int_equal(match("GET", "/v1/sandboxes/s/files/a/b%20c.txt", &r, &p, allow), ROUTE_FOUND);
     assert_string_equal(route_param(&p, "path"), "a/b c.txt");
     route_params_free(&p);
     assert_int_equal(match("GET", "/v1/sandboxes/s/files", &r, &p, allow), ROUTE_FOUND);
@@ -88,9 +109,8 @@ static void broken_escapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(literal_and_params),
-        cmocka_unit_test(rest_parameter),
-        cmocka_unit_test(not_found_and_not_allowed),
+        cmocka_unit_test(literal_and_params),    cmocka_unit_test(rest_parameter),
+        cmocka_unit_test(connect_service_paths), cmocka_unit_test(not_found_and_not_allowed),
         cmocka_unit_test(broken_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
