@@ -9,6 +9,7 @@
  * that status here, and nothing is ever 503 (the client retries a 503 for 120 s).
  */
 #include "api_cf.h"
+#include "api_command.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -244,41 +245,14 @@ static void sh_failed(cmd_sink *s, int rc, const char *cwd, const char *msg)
     free(SHELL(s));
 }
 
-static size_t sh_queued(const cmd_sink *s)
-{
-    return http_queued(((const struct shell_sink *)s)->req);
-}
-
-static bool sh_gone(const cmd_sink *s)
-{
-    return ((const struct shell_sink *)s)->req->aborted;
-}
-
-static void sh_wait_drain(cmd_sink *s)
-{
-    SHELL(s)->req->paused = true;
-}
-
 static const struct cmd_sink_ops SHELL_OPS = {
     .begin = sh_begin,
     .answer = sh_answer,
     .failed = sh_failed,
-    .queued = sh_queued,
-    .gone = sh_gone,
-    .wait_drain = sh_wait_drain,
+    .queued = api_sink_queued,
+    .gone = api_sink_gone,
+    .wait_drain = api_sink_wait_drain,
 };
-
-static void sh_drained(http_req *req, void *arg)
-{
-    (void)req;
-    exec_resume(arg);
-}
-
-static void sh_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    exec_abort(arg);
-}
 
 int cf_shell_run(struct app *app, http_req *req, sandbox *sb, const struct cf_shell *s,
                  cf_shell_cb cb, void *arg)
@@ -310,8 +284,8 @@ int cf_shell_run(struct app *app, http_req *req, sandbox *sb, const struct cf_sh
             cf_start_error(req, rc == EXEC_NO_SETUP ? -EIO : rc, err, "command");
         return -1;
     }
-    req->on_drain = sh_drained;
-    req->on_abort = sh_aborted;
+    req->on_drain = api_exec_drained;
+    req->on_abort = api_exec_aborted;
     req->cb_arg = r;
     return 0;
 }

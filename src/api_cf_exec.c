@@ -14,6 +14,7 @@
  * A call's own "env" applies to that call only; its own "cwd" overrides the session's.
  */
 #include "api_cf.h"
+#include "api_command.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -323,21 +324,6 @@ static void st_failed(cmd_sink *s, int rc, const char *cwd, const char *msg)
     stream_free(STREAM(s));
 }
 
-static size_t st_queued(const cmd_sink *s)
-{
-    return http_queued(((const struct stream_sink *)s)->req);
-}
-
-static bool st_gone(const cmd_sink *s)
-{
-    return ((const struct stream_sink *)s)->req->aborted;
-}
-
-static void st_wait_drain(cmd_sink *s)
-{
-    STREAM(s)->req->paused = true;
-}
-
 static const struct cmd_sink_ops STREAM_OPS = {
     .begin = st_begin,
     .event = st_event,
@@ -345,22 +331,10 @@ static const struct cmd_sink_ops STREAM_OPS = {
     .end = st_end,
     .answer = st_answer,
     .failed = st_failed,
-    .queued = st_queued,
-    .gone = st_gone,
-    .wait_drain = st_wait_drain,
+    .queued = api_sink_queued,
+    .gone = api_sink_gone,
+    .wait_drain = api_sink_wait_drain,
 };
-
-static void st_drained(http_req *req, void *arg)
-{
-    (void)req;
-    exec_resume(arg);
-}
-
-static void st_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    exec_abort(arg);
-}
 
 static void execute_stream(struct app *app, http_req *req, sandbox *sb, const char *param)
 {
@@ -391,8 +365,8 @@ static void execute_stream(struct app *app, http_req *req, sandbox *sb, const ch
         cf_start_error(req, rc > 0 ? -EIO : rc, err, "command");
         return;
     }
-    req->on_drain = st_drained;
-    req->on_abort = st_aborted;
+    req->on_drain = api_exec_drained;
+    req->on_abort = api_exec_aborted;
     req->cb_arg = r;
 }
 

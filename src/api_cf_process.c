@@ -13,6 +13,7 @@
  * (other exit codes), killed (a signal).
  */
 #include "api_cf.h"
+#include "api_command.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -337,42 +338,15 @@ static void fo_end(cmd_sink *s)
     fo_free(FOLLOW(s));
 }
 
-static size_t fo_queued(const cmd_sink *s)
-{
-    return http_queued(((const struct follow_sink *)s)->req);
-}
-
-static bool fo_gone(const cmd_sink *s)
-{
-    return ((const struct follow_sink *)s)->req->aborted;
-}
-
-static void fo_wait_drain(cmd_sink *s)
-{
-    FOLLOW(s)->req->paused = true;
-}
-
 static const struct cmd_sink_ops FOLLOW_OPS = {
     .begin = fo_begin,
     .event = fo_event,
     .text = fo_text,
     .end = fo_end,
-    .queued = fo_queued,
-    .gone = fo_gone,
-    .wait_drain = fo_wait_drain,
+    .queued = api_sink_queued,
+    .gone = api_sink_gone,
+    .wait_drain = api_sink_wait_drain,
 };
-
-static void fo_drained(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_resume(arg);
-}
-
-static void fo_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_abort(arg);
-}
 
 static void process_stream(struct app *app, http_req *req, sandbox *sb, const char *id)
 {
@@ -402,8 +376,8 @@ static void process_stream(struct app *app, http_req *req, sandbox *sb, const ch
         return;
     }
     req->cb_arg = f;
-    req->on_drain = fo_drained;
-    req->on_abort = fo_aborted;
+    req->on_drain = api_follower_drained;
+    req->on_abort = api_follower_aborted;
     proc_follower_start(f);
 }
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec.h"
+#include "process.h"
 #include "jsonx.h"
 
 int api_cmd_parse(const json_t *body, const struct config *cfg, struct cmd_request *c, char *err,
@@ -95,19 +97,43 @@ static void sink_failed(cmd_sink *s, int rc, const char *cwd, const char *msg)
     api_sink_free(SINK(s));
 }
 
-static size_t sink_queued(const cmd_sink *s)
+void api_exec_drained(http_req *req, void *arg)
 {
-    return http_queued(((const struct api_sink *)s)->req);
+    (void)req;
+    exec_resume(arg);
 }
 
-static bool sink_gone(const cmd_sink *s)
+void api_exec_aborted(http_req *req, void *arg)
 {
-    return ((const struct api_sink *)s)->req->aborted;
+    (void)req;
+    exec_abort(arg);
 }
 
-static void sink_wait_drain(cmd_sink *s)
+void api_follower_drained(http_req *req, void *arg)
 {
-    SINK(s)->req->paused = true; /* http calls on_drain once the queue has gone */
+    (void)req;
+    proc_follower_resume(arg);
+}
+
+void api_follower_aborted(http_req *req, void *arg)
+{
+    (void)req;
+    proc_follower_abort(arg);
+}
+
+size_t api_sink_queued(const cmd_sink *s)
+{
+    return http_queued(((const struct api_req_sink *)s)->req);
+}
+
+bool api_sink_gone(const cmd_sink *s)
+{
+    return ((const struct api_req_sink *)s)->req->aborted;
+}
+
+void api_sink_wait_drain(cmd_sink *s)
+{
+    ((struct api_req_sink *)s)->req->paused = true; /* http calls on_drain once drained */
 }
 
 static const struct cmd_sink_ops SINK_OPS = {
@@ -117,9 +143,9 @@ static const struct cmd_sink_ops SINK_OPS = {
     .end = sink_end,
     .answer = sink_answer,
     .failed = sink_failed,
-    .queued = sink_queued,
-    .gone = sink_gone,
-    .wait_drain = sink_wait_drain,
+    .queued = api_sink_queued,
+    .gone = api_sink_gone,
+    .wait_drain = api_sink_wait_drain,
 };
 
 struct api_sink *api_sink_new(http_req *req, const char *what)

@@ -38,6 +38,25 @@ struct api_sink {
     const char *what;
 };
 
+/* The head every cmd_sink over one HTTP request starts with (api_sink, and the
+ * compatibility surfaces' own sinks), and its queued/gone/wait_drain operations: the
+ * bytes the request has queued, whether its client went away, and pausing until the
+ * request's queue has drained (http calls its on_drain then). */
+struct api_req_sink {
+    cmd_sink sink;
+    http_req *req;
+};
+size_t api_sink_queued(const cmd_sink *s);
+bool api_sink_gone(const cmd_sink *s);
+void api_sink_wait_drain(cmd_sink *s);
+
+/* A request's on_drain and on_abort (http.h) when it streams a command (arg: the
+ * exec_run) or follows a process (arg: the proc_follower): resume it, or abort it. */
+void api_exec_drained(http_req *req, void *arg);
+void api_exec_aborted(http_req *req, void *arg);
+void api_follower_drained(http_req *req, void *arg);
+void api_follower_aborted(http_req *req, void *arg);
+
 /* NULL when out of memory. */
 struct api_sink *api_sink_new(http_req *req, const char *what);
 /* For a sink the engine never took (its start was refused at once). */

@@ -4,7 +4,7 @@
  * unary calls with the JSON codec. Every path goes through files.c exactly as the /v1
  * files routes do: normalised under /workspace, resolved from a dirfd of the workspace
  * with openat2's confinement (no symlink followed, no way out), acted on through *at()
- * calls on the parent's fd; a directory removal runs files_remove_tree on the threadpool.
+ * calls on the parent's fd; a directory removal runs on the threadpool (files_remove).
  *
  * Answers are the service's messages: EntryInfo {"name","type":"FILE_TYPE_…","path",
  * "size","mode","permissions","owner","group","modifiedTime","symlinkTarget"?}; errors
@@ -315,60 +315,36 @@ void api_e2b_fs_move(struct app *app, http_req *req, const route_params *p)
 
 /* ---- Remove ---- */
 
+/* The request a removal answers, and the path it shows. */
 struct removal {
-    uv_work_t w;
     http_req *req;
-    int dir, rc;
-    char name[FILES_NAME_MAX + 1];
     char shown[FILES_PATH_MAX + 16];
 };
 
-static void rm_work(uv_work_t *w)
+static void removed(int rc, void *arg)
 {
-    struct removal *r = w->data;
-    r->rc = files_remove_tree(r->dir, r->name);
-}
-
-static void rm_done(uv_work_t *w, int status)
-{
-    struct removal *r = w->data;
-    (void)status;
-    close(r->dir);
+    struct removal *r = arg;
     if (r->req->aborted)
         http_respond(r->req, 499, NULL, "", 0, NULL);
-    else if (r->rc)
-        fs_errno(r->req, r->rc, r->shown, "cannot remove");
+    else if (rc)
+        fs_errno(r->req, rc, r->shown, "cannot remove");
     else
         http_respond(r->req, 200, "application/json", "{}", 2, NULL);
     free(r);
 }
 
-/* Remove name in dir (consumed): one unlink for a file or a link, the threadpool for a
- * directory tree. */
+/* Remove name in dir (consumed): files_remove, answered by removed. */
 static void remove_at(struct app *app, http_req *req, int dir, const char *name, const char *shown)
 {
-    struct stat st;
-    int rc = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-    if (!rc && !S_ISDIR(st.st_mode))
-        rc = unlinkat(dir, name, 0) < 0 ? -errno : 1;
-    struct removal *r = rc == 0 ? calloc(1, sizeof *r) : NULL;
-    if (rc == 0 && r) {
-        *r = (struct removal){ .req = req, .dir = dir };
-        r->w.data = r;
-        snprintf(r->name, sizeof r->name, "%s", name);
-        snprintf(r->shown, sizeof r->shown, "%s", shown);
-        if (uv_queue_work(app->loop, &r->w, rm_work, rm_done) == 0)
-            return;
-        free(r);
-        rc = -ENOMEM;
-    } else if (rc == 0) {
-        rc = -ENOMEM;
+    struct removal *r = calloc(1, sizeof *r);
+    if (!r) {
+        close(dir);
+        fs_errno(req, -ENOMEM, shown, "cannot remove");
+        return;
     }
-    close(dir);
-    if (rc == 1)
-        http_respond(req, 200, "application/json", "{}", 2, NULL);
-    else
-        fs_errno(req, rc, shown, "cannot remove");
+    r->req = req;
+    snprintf(r->shown, sizeof r->shown, "%s", shown);
+    files_remove(app->loop, dir, name, removed, r);
 }
 
 static void remove_in(struct app *app, http_req *req, sandbox *sb, void *arg)

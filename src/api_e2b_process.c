@@ -144,21 +144,6 @@ static void op_failed(cmd_sink *s, int rc, const char *cwd, const char *msg)
     stream_free(STREAM(s));
 }
 
-static size_t op_queued(const cmd_sink *s)
-{
-    return http_queued(((const struct e2b_stream *)s)->req);
-}
-
-static bool op_gone(const cmd_sink *s)
-{
-    return ((const struct e2b_stream *)s)->req->aborted;
-}
-
-static void op_wait_drain(cmd_sink *s)
-{
-    STREAM(s)->req->paused = true; /* http calls on_drain once the queue has gone */
-}
-
 static const struct cmd_sink_ops OPS = {
     .begin = op_begin,
     .event = op_event,
@@ -166,22 +151,10 @@ static const struct cmd_sink_ops OPS = {
     .end = op_end,
     .answer = op_answer,
     .failed = op_failed,
-    .queued = op_queued,
-    .gone = op_gone,
-    .wait_drain = op_wait_drain,
+    .queued = api_sink_queued,
+    .gone = api_sink_gone,
+    .wait_drain = api_sink_wait_drain,
 };
-
-static void follower_drained(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_resume(arg);
-}
-
-static void follower_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_abort(arg);
-}
 
 /* Stream p's events to st's request: start {pid}, then what the follower sends. */
 static void stream_follow(struct e2b_stream *st, proc *p)
@@ -203,8 +176,8 @@ static void stream_follow(struct e2b_stream *st, proc *p)
         return;
     }
     req->cb_arg = st->f;
-    req->on_drain = follower_drained;
-    req->on_abort = follower_aborted;
+    req->on_drain = api_follower_drained;
+    req->on_abort = api_follower_aborted;
     proc_follower_start(st->f);
 }
 

@@ -18,18 +18,6 @@
 #include "api_json.h"
 #include "jsonx.h"
 
-static void exec_drained(http_req *req, void *arg)
-{
-    (void)req;
-    exec_resume(arg);
-}
-
-static void exec_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    exec_abort(arg);
-}
-
 /* exec_start refused at once: say why. */
 static void exec_refused(http_req *req, sandbox *sb, int rc, const struct exec_opts *o,
                          const char *err)
@@ -84,7 +72,7 @@ void api_exec(struct app *app, http_req *req, const route_params *p)
         return;
     }
     json_decref(body);
-    req->on_drain = exec_drained;
-    req->on_abort = exec_aborted; /* also while the start is pending */
+    req->on_drain = api_exec_drained;
+    req->on_abort = api_exec_aborted; /* also while the start is pending */
     req->cb_arg = r;
 }

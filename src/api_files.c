@@ -289,33 +289,22 @@ void api_files_get(struct app *app, http_req *req, const route_params *p)
 
 /* ---- DELETE ---- */
 
-struct removal {
-    uv_work_t w;
+/* The request a removal answers, and the path it shows. */
+struct deletion {
     http_req *req;
-    int dir;
-    int rc;
-    char name[FILES_NAME_MAX + 1];
     char shown[FILES_PATH_MAX + 16];
 };
 
-static void rm_work(uv_work_t *w)
+static void deleted(int rc, void *arg)
 {
-    struct removal *r = w->data;
-    r->rc = files_remove_tree(r->dir, r->name);
-}
-
-static void rm_done(uv_work_t *w, int status)
-{
-    struct removal *r = w->data;
-    (void)status;
-    close(r->dir);
-    if (r->req->aborted)
-        http_respond(r->req, 499, NULL, "", 0, NULL);
-    else if (r->rc)
-        api_files_respond_errno(r->req, r->rc, r->shown, "cannot delete");
+    struct deletion *d = arg;
+    if (d->req->aborted)
+        http_respond(d->req, 499, NULL, "", 0, NULL);
+    else if (rc)
+        api_files_respond_errno(d->req, rc, d->shown, "cannot delete");
     else
-        api_respond_json(r->req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", r->shown));
-    free(r);
+        api_respond_json(d->req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", d->shown));
+    free(d);
 }
 
 void api_files_delete(struct app *app, http_req *req, const route_params *p)
@@ -337,41 +326,18 @@ void api_files_delete(struct app *app, http_req *req, const route_params *p)
     int rc = root < 0 ? root : files_open_parent(root, rel, false, 0, 0, &dir, &name);
     if (root >= 0)
         close(root);
-    struct stat st;
-    if (!rc && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        rc = -errno;
+    struct deletion *d = rc ? NULL : calloc(1, sizeof *d);
+    if (!rc && !d)
+        rc = -ENOMEM;
     if (rc) {
         if (dir >= 0)
             close(dir);
         api_files_respond_errno(req, rc, shown, "cannot delete");
         return;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        /* one unlink of one name: removes a symlink itself, never its target */
-        rc = unlinkat(dir, name, 0) < 0 ? -errno : 0;
-        close(dir);
-        if (rc)
-            api_files_respond_errno(req, rc, shown, "cannot delete");
-        else
-            api_respond_json(req, 200, json_pack("{s:b, s:s}", "deleted", 1, "path", shown));
-        return;
-    }
-    struct removal *r = calloc(1, sizeof *r);
-    if (!r) {
-        close(dir);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
-        return;
-    }
-    r->req = req;
-    r->dir = dir;
-    r->w.data = r;
-    snprintf(r->name, sizeof r->name, "%s", name);
-    memcpy(r->shown, shown, sizeof shown);
-    if ((rc = uv_queue_work(app->loop, &r->w, rm_work, rm_done))) {
-        close(dir);
-        free(r);
-        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot delete: %s", uv_strerror(rc));
-    }
+    d->req = req;
+    memcpy(d->shown, shown, sizeof shown);
+    files_remove(app->loop, dir, name, deleted, d);
 }
 
 /* ---- POST files:move, files:mkdir ---- */

@@ -163,18 +163,6 @@ static void logs_json(http_req *req, const proc *p)
     buf_free(&b);
 }
 
-static void follower_drained(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_resume(arg);
-}
-
-static void follower_aborted(http_req *req, void *arg)
-{
-    (void)req;
-    proc_follower_abort(arg);
-}
-
 void api_process_logs(struct app *app, http_req *req, const route_params *rp)
 {
     proc *p = lookup(req, rp, NULL);
@@ -199,7 +187,7 @@ void api_process_logs(struct app *app, http_req *req, const route_params *rp)
         return;
     }
     req->cb_arg = f;
-    req->on_drain = follower_drained;
-    req->on_abort = follower_aborted;
+    req->on_drain = api_follower_drained;
+    req->on_abort = api_follower_aborted;
     proc_follower_start(f);
 }

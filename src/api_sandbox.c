@@ -134,6 +134,25 @@ static int parse_settings(struct app *app, const json_t *body, struct settings *
     return 0;
 }
 
+/* sbx_create_with of what st asks for (its normalised copy released), restored being
+ * the stored record of a sandbox kept across a restart (or NULL). */
+static int create_from(const char *id, struct settings *st, const json_t *restored,
+                       sbx_created_cb cb, void *arg, char *err, size_t errlen)
+{
+    err[0] = '\0';
+    const struct sbx_spec spec = { .id = id,
+                                   .lim = &st->lim,
+                                   .network_host = st->network_host,
+                                   .env = st->env,
+                                   .life = &st->life,
+                                   .settings = st->normal,
+                                   .restored = restored };
+    int rc = sbx_create_with(&spec, cb, arg, err, errlen);
+    json_decref(st->normal);
+    st->normal = NULL;
+    return rc;
+}
+
 /* Parse a create body and create; answers the request in every case (at once, or when
  * the sandbox is ready). */
 static void create(struct app *app, http_req *req, const char *id, bool get_or_create)
@@ -152,15 +171,7 @@ static void create(struct app *app, http_req *req, const char *id, bool get_or_c
         json_decref(st.normal);
         return;
     }
-    err[0] = '\0';
-    const struct sbx_spec spec = { .id = id,
-                                   .lim = &st.lim,
-                                   .network_host = st.network_host,
-                                   .env = st.env,
-                                   .life = &st.life,
-                                   .settings = st.normal };
-    int rc = sbx_create_with(&spec, on_created, req, err, sizeof err);
-    json_decref(st.normal);
+    int rc = create_from(id, &st, NULL, on_created, req, err, sizeof err);
     json_decref(body);
     if (rc == 0)
         return; /* answered by on_created */
@@ -360,16 +371,7 @@ static void restore_one(const char *id, const json_t *rec, void *arg)
                   id, err);
         return;
     }
-    err[0] = '\0';
-    const struct sbx_spec spec = { .id = id,
-                                   .lim = &st.lim,
-                                   .network_host = st.network_host,
-                                   .env = st.env,
-                                   .life = &st.life,
-                                   .settings = st.normal,
-                                   .restored = rec };
-    int rc = sbx_create_with(&spec, on_restored, r->pending, err, sizeof err);
-    json_decref(st.normal);
+    int rc = create_from(id, &st, rec, on_restored, r->pending, err, sizeof err);
     if (rc) {
         log_error("sandbox %s: not restored: %s (its files stay in the state dir)", id,
                   err[0] ? err : strerror(-rc));

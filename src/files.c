@@ -16,6 +16,7 @@
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -238,6 +239,48 @@ int files_remove_tree(int dfd, const char *name)
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0)
         return rc ? rc : -errno;
     return rc;
+}
+
+struct removal {
+    uv_work_t w;
+    int dir, rc;
+    char name[FILES_NAME_MAX + 1];
+    files_removed_cb cb;
+    void *arg;
+};
+
+static void removal_work(uv_work_t *w)
+{
+    struct removal *r = w->data;
+    r->rc = files_remove_tree(r->dir, r->name);
+}
+
+static void removal_done(uv_work_t *w, int status)
+{
+    struct removal *r = w->data;
+    (void)status;
+    close(r->dir);
+    r->cb(r->rc, r->arg);
+    free(r);
+}
+
+void files_remove(uv_loop_t *loop, int dirfd, const char *name, files_removed_cb cb, void *arg)
+{
+    struct stat st;
+    int rc = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    if (!rc && !S_ISDIR(st.st_mode))
+        rc = unlinkat(dirfd, name, 0) < 0 ? -errno : 1; /* never follows a link */
+    struct removal *r = rc == 0 ? calloc(1, sizeof *r) : NULL;
+    if (r) {
+        *r = (struct removal){ .dir = dirfd, .cb = cb, .arg = arg };
+        r->w.data = r;
+        snprintf(r->name, sizeof r->name, "%s", name);
+        if (uv_queue_work(loop, &r->w, removal_work, removal_done) == 0)
+            return;
+        free(r);
+    }
+    close(dirfd);
+    cb(rc == 1 ? 0 : rc ? rc : -ENOMEM, arg);
 }
 
 /* Extension → Content-Type, for the files people move in and out of sandboxes. */

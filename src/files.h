@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <uv.h>
 
 #define FILES_PATH_MAX 4096 /* longest path accepted, as the sandbox writes it */
 #define FILES_NAME_MAX 255  /* longest single name */
@@ -68,6 +69,12 @@ int files_mkdirs(int root, const char *rel, uid_t uid, gid_t gid, bool *created)
  * following a symlink (each directory is opened O_NOFOLLOW from its parent's fd).
  * Blocking: call it off the loop (uv_queue_work). Depth is capped at 256. */
 int files_remove_tree(int dirfd, const char *name);
+
+/* Remove name in dirfd (consumed) without blocking the loop: a file or a symlink with
+ * one unlink, at once; a directory tree with files_remove_tree on the threadpool. cb gets
+ * 0 or -errno, exactly once, at once or later; arg is the caller's. */
+typedef void (*files_removed_cb)(int rc, void *arg);
+void files_remove(uv_loop_t *loop, int dirfd, const char *name, files_removed_cb cb, void *arg);
 
 /* A Content-Type guessed from the name's extension; application/octet-stream otherwise. */
 const char *files_content_type(const char *name);
