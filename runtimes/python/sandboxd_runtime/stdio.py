@@ -15,7 +15,8 @@ are (user code may have replaced them); the channel calls it before sending.
 Whole lines: the channel streams send text up to its last newline as one message
 per write and hold the rest, per thread, until that thread writes the newline, until
 it has waited ``LINE_WAIT`` seconds (a flusher thread, started on first need), or
-until ``flush()`` (which the channel runs before every result, error and end). So
+until ``flush()`` (which the channel runs before every result, error and end), or
+until it reaches ``PART_MAX`` characters (then it is sent in pieces as it grows). So
 ``print()`` is one message with its end (``install`` makes it one write), and
 threads printing at once never mix their lines; ``print("x", end="")`` still shows within ``LINE_WAIT``.
 """
@@ -29,6 +30,7 @@ import threading
 import time
 
 LINE_WAIT = 0.05  # seconds a partial line waits for the rest of it
+PART_MAX = 65536  # characters of a partial line held at most; more is sent at once
 
 _ERRORS = "sandboxd-replace"
 # The UTF-8 encoder accepts only ASCII str replacements, so give it bytes.
@@ -144,7 +146,11 @@ class _ChannelStream(io.TextIOBase):
             cut = text.rfind("\n") + 1
             if cut:
                 self._send({"type": "stream", "name": self._name, "text": text[:cut]})
-            if cut < len(text):
+            if len(text) - cut >= PART_MAX:
+                # a long line without its end (a progress bar, a binary dump): sent as it
+                # grows, in pieces, so that nothing held grows without bound
+                self._send({"type": "stream", "name": self._name, "text": text[cut:]})
+            elif cut < len(text):
                 self._held[tid] = [text[cut:], held[1] if held else time.monotonic()]
                 _LINES.arm()
         return len(s)

@@ -61,3 +61,12 @@ def test_threads_printing_at_once_never_mix_lines(ctx):
     assert seen == {(t, i) for t in range(8) for i in range(400)}
     # and every message is whole lines
     assert all(text.endswith("\n") for text in stream_texts(run))
+
+
+def test_a_long_partial_line_is_sent_as_it_grows(ctx):
+    # 30 writes of 1 MB and no newline: each is sent as it comes (nothing held grows
+    # without bound), and together they are every byte written, in order
+    run = ctx.run("import sys\nfor i in range(30):\n    sys.stdout.write(chr(65 + i) * 1000000)")
+    texts = stream_texts(run)
+    assert "".join(texts) == "".join(chr(65 + i) * 1000000 for i in range(30))
+    assert max(len(t) for t in texts) <= 1000000 + 65536
