@@ -144,15 +144,14 @@ static int attach_loop(int img, char dev[32])
         memset(&lc, 0, sizeof lc);
         lc.fd = (unsigned)img;
         lc.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
-        if (ioctl(fd, LOOP_CONFIGURE, &lc) < 0 && errno == EINVAL) {
+        int r = ioctl(fd, LOOP_CONFIGURE, &lc);
+        if (r < 0 && errno == EINVAL) {
             lc.info.lo_flags = LO_FLAGS_AUTOCLEAR; /* no direct I/O on this file system */
-            rc = ioctl(fd, LOOP_CONFIGURE, &lc) < 0 ? -errno : 0;
-        } else {
-            rc = errno == EBUSY ? -EBUSY : 0;
-            struct loop_info64 li;
-            if (ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
-                rc = errno == ENXIO ? -EBUSY : -errno; /* not configured: raced, try again */
+            r = ioctl(fd, LOOP_CONFIGURE, &lc);
         }
+        /* EBUSY: another process (another sandbox, another daemon) configured the device
+         * GET_FREE gave both of us first; ask for the next free one */
+        rc = r < 0 ? (errno == EBUSY ? -EBUSY : -errno) : 0;
         if (rc == 0) {
             close(ctl);
             return fd;

@@ -149,11 +149,24 @@ def test_max_connections_is_429(make_daemon):
     assert d.json("PUT", "/v1/sandboxes/held")[0] == 201
     # connections a handler holds (here: uploads whose body is still arriving) are never
     # shed for a newcomer
-    held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(2)]
-    for i, s in enumerate(held):
-        s.sendall(b"PUT /v1/sandboxes/held/files/up%d HTTP/1.1\r\nContent-Length: 100\r\n"
-                  b"Expect: 100-continue\r\n\r\n" % i)
-        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")   # the handler has it
+    # shed for a newcomer. Each is opened once the one before it is held: until the daemon
+    # has seen the PUT's connection close, a second newcomer may itself be the one shed.
+    def hold(i):
+        deadline = time.time() + 20
+        while True:
+            s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+            try:
+                s.sendall(b"PUT /v1/sandboxes/held/files/up%d HTTP/1.1\r\n"
+                          b"Content-Length: 100\r\nExpect: 100-continue\r\n\r\n" % i)
+                got = s.recv(100)
+            except ConnectionResetError:
+                got = b""
+            if got.startswith(b"HTTP/1.1 100 Continue"):   # the handler has it
+                return s
+            s.close()
+            assert time.time() < deadline, got
+            time.sleep(0.05)
+    held = [hold(i) for i in range(2)]
     out = d.raw(b"")
     assert out.startswith(b"HTTP/1.1 429")
     assert json.loads(out.split(b"\r\n\r\n", 1)[1])["code"] == "LIMIT_REACHED"
