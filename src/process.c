@@ -25,7 +25,10 @@
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
  * has: the oldest bytes are dropped sooner, counted as always (outputDropped, `dropped`
  * events), and the process is never blocked. JSON logs and follower events are charged
- * while queued to the client (the API layer charges them to proc_budget).
+ * while queued to the client (the API layer charges them to proc_budget). Stdin bytes
+ * are charged from proc_stdin_write until libuv reports them written (or dropped, when
+ * the process closed its end or exited): one struct stdin_write per write, at most
+ * --process-stdin-bytes of them per process.
  */
 #include "stamp.h"
 #include "process.h"
@@ -85,6 +88,10 @@ struct proc {
     struct ring ring[2]; /* stdout, stderr */
     struct proc_follower *followers;
     struct waiter *waiters;
+    /* stdin (cmd_request.stdin_open): the pipe, what is held in writes not done yet */
+    bool has_stdin, stdin_closed, stdin_eof; /* eof: close once the writes are done */
+    size_t stdin_held;
+    unsigned stdin_writes;
     struct proc *next; /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
     proc_started_cb start_cb;
@@ -100,6 +107,7 @@ struct proc_set {
 
 static uint64_t log_cap;        /* --process-log-bytes, set by proc_init */
 static uint64_t drain_grace_ms; /* --drain-grace-ms, set by proc_init */
+static uint64_t stdin_cap;      /* --process-stdin-bytes, set by proc_init */
 
 /* ---- rings ---- */
 
@@ -183,6 +191,9 @@ json_t *proc_json(const struct proc *p)
             json_object_set_new(j, "signal", json_string(name));
         }
     }
+    if (j && p->has_stdin)
+        json_object_set_new(j, "stdin", json_pack("{s:b, s:I}", "open", !p->stdin_closed, "held",
+                                                  (json_int_t)p->stdin_held));
     if (j)
         json_object_set_new(j, "outputDropped",
                             json_pack("{s:I, s:I}", "stdout", (json_int_t)p->ring[0].start,
@@ -390,9 +401,12 @@ static void proc_timer(void *owner)
     proc_finish(p);
 }
 
+static void stdin_close(struct proc *p);
+
 static void proc_exited(void *owner, int status)
 {
     struct proc *p = owner;
+    stdin_close(p); /* what it did not read is dropped (the writes are cancelled) */
     p->exited = true;
     p->status = status;
     p->ended_ms = stamp_now_ms();
@@ -422,6 +436,7 @@ void proc_init(const struct config *cfg)
 {
     log_cap = cfg->process_log_bytes;
     drain_grace_ms = cfg->drain_grace_ms;
+    stdin_cap = cfg->process_stdin_bytes;
     sbx_on_destroy(on_sandbox_destroy);
 }
 
@@ -556,7 +571,8 @@ int proc_start(sandbox *sb, const struct config *cfg, const struct cmd_request *
     }
     snprintf(p->cwd, sizeof p->cwd, "%s", cmd->cwd);
     p->sb = sb;
-    int rc = cmd_spawn(sb, cmd, false, &PROC_OPS, p, &p->ch, err, errlen);
+    p->has_stdin = cmd->stdin_open;
+    int rc = cmd_spawn(sb, cmd, cmd->stdin_open, &PROC_OPS, p, &p->ch, err, errlen);
     if (rc) {
         free(p->command);
         free(p);
@@ -589,6 +605,89 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
     child_kill(p->ch); /* the whole process group, SIGCONT first */
     log_info("sandbox %s: process %s killed", sb->id, p->id);
     return 0;
+}
+
+/* ---- stdin ---- */
+
+struct stdin_write {
+    uv_write_t w;
+    struct proc *p;
+    size_t n;
+    char data[];
+};
+
+static void stdin_close(struct proc *p)
+{
+    if (!p->has_stdin || p->stdin_closed)
+        return;
+    p->stdin_closed = true;
+    child_close(p->ch, CHILD_IN); /* pending writes are called back with UV_ECANCELED */
+}
+
+static void stdin_written(uv_write_t *w, int status)
+{
+    struct stdin_write *sw = (struct stdin_write *)w;
+    struct proc *p = sw->p;
+    p->stdin_held -= sw->n;
+    p->stdin_writes--;
+    budget_release(p->bg, sw->n);
+    free(sw);
+    if (status < 0 && status != UV_ECANCELED)
+        stdin_close(p); /* EPIPE: the process closed its end; later writes are refused */
+    else if (p->stdin_eof && !p->stdin_writes)
+        stdin_close(p);
+}
+
+int proc_stdin_write(proc *p, const void *data, size_t n, bool eof)
+{
+    if (!p->has_stdin)
+        return PROC_STDIN_NONE;
+    uv_stream_t *in = child_stream(p->ch, CHILD_IN);
+    if (p->stdin_closed || p->stdin_eof || p->exited || !in)
+        return PROC_STDIN_CLOSED;
+    if (n > stdin_cap)
+        return PROC_STDIN_TOO_BIG;
+    if (p->stdin_held + n > stdin_cap)
+        return PROC_STDIN_FULL;
+    if (n) {
+        if (budget_charge(p->bg, n))
+            return -ENOBUFS;
+        struct stdin_write *sw = malloc(sizeof *sw + n);
+        if (!sw) {
+            budget_release(p->bg, n);
+            return -ENOMEM;
+        }
+        sw->p = p;
+        sw->n = n;
+        memcpy(sw->data, data, n);
+        uv_buf_t ub = uv_buf_init(sw->data, (unsigned)n);
+        int rc = uv_write(&sw->w, in, &ub, 1, stdin_written);
+        if (rc) {
+            budget_release(p->bg, n);
+            free(sw);
+            stdin_close(p);
+            return PROC_STDIN_CLOSED;
+        }
+        p->stdin_held += n;
+        p->stdin_writes++;
+        life_touch(p->sb); /* input is activity (lifecycle.h) */
+    }
+    if (eof) {
+        p->stdin_eof = true;
+        if (!p->stdin_writes)
+            stdin_close(p);
+    }
+    return 0;
+}
+
+size_t proc_stdin_held(const proc *p)
+{
+    return p->stdin_held;
+}
+
+size_t proc_stdin_cap(void)
+{
+    return (size_t)stdin_cap;
 }
 
 /* ---- logs ---- */
