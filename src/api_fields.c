@@ -48,7 +48,7 @@ const struct jx_field API_FIELDS_PROCESS[] = {
     { "command", NULL }, { "cwd", NULL }, { "env", NULL }, { "stdin", NULL }, { NULL, NULL },
 };
 
-const struct jx_field API_FIELDS_PROCESS_STDIN[] = {
+const struct jx_field API_FIELDS_STDIN[] = {
     { "data", NULL },
     { "encoding", NULL },
     { "eof", NULL },

@@ -278,7 +278,7 @@ void api_process_stdin(struct app *app, http_req *req, const route_params *rp)
     proc *p = lookup(req, rp, NULL);
     if (!p)
         return;
-    json_t *body = api_body_known(req, false, API_FIELDS_PROCESS_STDIN);
+    json_t *body = api_body_known(req, false, API_FIELDS_STDIN);
     if (!body)
         return;
     buf b;

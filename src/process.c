@@ -192,8 +192,9 @@ json_t *proc_json(const struct proc *p)
         }
     }
     if (j && p->has_stdin)
-        json_object_set_new(j, "stdin", json_pack("{s:b, s:I}", "open", !p->stdin_closed, "held",
-                                                  (json_int_t)p->stdin_held));
+        json_object_set_new(j, "stdin",
+                            json_pack("{s:b, s:I}", "open", !p->stdin_closed && !p->stdin_eof,
+                                      "held", (json_int_t)p->stdin_held));
     if (j)
         json_object_set_new(j, "outputDropped",
                             json_pack("{s:I, s:I}", "stdout", (json_int_t)p->ring[0].start,
