@@ -25,10 +25,9 @@
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
  * has: the oldest bytes are dropped sooner, counted as always (outputDropped, `dropped`
  * events), and the process is never blocked. JSON logs and follower events are charged
- * while queued to the client (the API layer charges them to proc_budget). Stdin bytes
- * are charged from proc_stdin_write until libuv reports them written (or dropped, when
- * the process closed its end or exited): one struct stdin_write per write, at most
- * --process-stdin-bytes of them per process.
+ * while queued to the client (the API layer charges them to proc_budget). Stdin is a
+ * struct pstdin (process_stdin.h) over the child's CHILD_IN pipe: what it holds is charged
+ * to the same budget and capped at --process-stdin-bytes.
  */
 #include "stamp.h"
 #include "process.h"
@@ -43,7 +42,13 @@
 #include "child.h"
 #include "command.h"
 #include "log.h"
+#include "process_stdin.h"
 #include "sandbox.h"
+
+_Static_assert((int)PROC_STDIN_CLOSED == (int)PSTDIN_CLOSED &&
+                   (int)PROC_STDIN_FULL == (int)PSTDIN_FULL &&
+                   (int)PROC_STDIN_TOO_BIG == (int)PSTDIN_TOO_BIG,
+               "process.h's stdin refusals are process_stdin.h's");
 
 #define EVENT_MAX (64 << 10) /* output bytes per SSE event */
 
@@ -88,11 +93,9 @@ struct proc {
     struct ring ring[2]; /* stdout, stderr */
     struct proc_follower *followers;
     struct waiter *waiters;
-    /* stdin (cmd_request.stdin_open): the pipe, what is held in writes not done yet */
-    bool has_stdin, stdin_closed, stdin_eof; /* eof: close once the writes are done */
-    size_t stdin_held;
-    unsigned stdin_writes;
-    struct proc *next; /* the sandbox's list */
+    bool has_stdin;      /* cmd_request.stdin_open */
+    struct pstdin stdin; /* once started, when has_stdin */
+    struct proc *next;   /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
     proc_started_cb start_cb;
     void *start_arg;
@@ -193,8 +196,8 @@ json_t *proc_json(const struct proc *p)
     }
     if (j && p->has_stdin)
         json_object_set_new(j, "stdin",
-                            json_pack("{s:b, s:I}", "open", !p->stdin_closed && !p->stdin_eof,
-                                      "held", (json_int_t)p->stdin_held));
+                            json_pack("{s:b, s:I}", "open", pstdin_open(&p->stdin), "held",
+                                      (json_int_t)pstdin_held(&p->stdin)));
     if (j)
         json_object_set_new(j, "outputDropped",
                             json_pack("{s:I, s:I}", "stdout", (json_int_t)p->ring[0].start,
@@ -208,6 +211,7 @@ json_t *proc_json(const struct proc *p)
 static void proc_freed(void *owner)
 {
     struct proc *p = owner;
+    pstdin_free(&p->stdin);
     for (int i = 0; i < 2; i++) {
         budget_release(p->bg, p->ring[i].alloc);
         free(p->ring[i].data);
@@ -402,12 +406,10 @@ static void proc_timer(void *owner)
     proc_finish(p);
 }
 
-static void stdin_close(struct proc *p);
-
 static void proc_exited(void *owner, int status)
 {
     struct proc *p = owner;
-    stdin_close(p); /* what it did not read is dropped (the writes are cancelled) */
+    pstdin_close(&p->stdin); /* what it did not read is dropped */
     p->exited = true;
     p->status = status;
     p->ended_ms = stamp_now_ms();
@@ -496,6 +498,13 @@ void proc_start_cancel(proc *p)
     start_failed(p, -ECONNABORTED, "the client went away before it started");
 }
 
+/* The stdin's pipe is closed (process_stdin.h). */
+static void stdin_closer(void *arg)
+{
+    struct proc *p = arg;
+    child_close(p->ch, CHILD_IN);
+}
+
 /* The sandbox's init started the process (or could not): it joins the sandbox's list
  * and the starter is told. */
 static void proc_started(void *owner, int rc, const char *msg)
@@ -517,6 +526,8 @@ static void proc_started(void *owner, int rc, const char *msg)
         p->ring[i].bg = p->bg;
     }
     child_reading(p->ch, true); /* both pipes into the rings from now on */
+    pstdin_init(&p->stdin, p->has_stdin ? child_stream(p->ch, CHILD_IN) : NULL, stdin_closer, p,
+                p->bg, (size_t)stdin_cap);
     if (!set) {
         /* out of memory for the list: the process cannot be managed, so it ends */
         child_kill(p->ch);
@@ -610,80 +621,21 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
 
 /* ---- stdin ---- */
 
-struct stdin_write {
-    uv_write_t w;
-    struct proc *p;
-    size_t n;
-    char data[];
-};
-
-static void stdin_close(struct proc *p)
-{
-    if (!p->has_stdin || p->stdin_closed)
-        return;
-    p->stdin_closed = true;
-    child_close(p->ch, CHILD_IN); /* pending writes are called back with UV_ECANCELED */
-}
-
-static void stdin_written(uv_write_t *w, int status)
-{
-    struct stdin_write *sw = (struct stdin_write *)w;
-    struct proc *p = sw->p;
-    p->stdin_held -= sw->n;
-    p->stdin_writes--;
-    budget_release(p->bg, sw->n);
-    free(sw);
-    if (status < 0 && status != UV_ECANCELED)
-        stdin_close(p); /* EPIPE: the process closed its end; later writes are refused */
-    else if (p->stdin_eof && !p->stdin_writes)
-        stdin_close(p);
-}
-
 int proc_stdin_write(proc *p, const void *data, size_t n, bool eof)
 {
     if (!p->has_stdin)
         return PROC_STDIN_NONE;
-    uv_stream_t *in = child_stream(p->ch, CHILD_IN);
-    if (p->stdin_closed || p->stdin_eof || p->exited || !in)
+    if (p->exited)
         return PROC_STDIN_CLOSED;
-    if (n > stdin_cap)
-        return PROC_STDIN_TOO_BIG;
-    if (p->stdin_held + n > stdin_cap)
-        return PROC_STDIN_FULL;
-    if (n) {
-        if (budget_charge(p->bg, n))
-            return -ENOBUFS;
-        struct stdin_write *sw = malloc(sizeof *sw + n);
-        if (!sw) {
-            budget_release(p->bg, n);
-            return -ENOMEM;
-        }
-        sw->p = p;
-        sw->n = n;
-        memcpy(sw->data, data, n);
-        uv_buf_t ub = uv_buf_init(sw->data, (unsigned)n);
-        int rc = uv_write(&sw->w, in, &ub, 1, stdin_written);
-        if (rc) {
-            budget_release(p->bg, n);
-            free(sw);
-            stdin_close(p);
-            return PROC_STDIN_CLOSED;
-        }
-        p->stdin_held += n;
-        p->stdin_writes++;
+    int rc = pstdin_write(&p->stdin, data, n, eof);
+    if (!rc && n)
         life_touch(p->sb); /* input is activity (lifecycle.h) */
-    }
-    if (eof) {
-        p->stdin_eof = true;
-        if (!p->stdin_writes)
-            stdin_close(p);
-    }
-    return 0;
+    return rc;
 }
 
 size_t proc_stdin_held(const proc *p)
 {
-    return p->stdin_held;
+    return pstdin_held(&p->stdin);
 }
 
 size_t proc_stdin_cap(void)
