@@ -2,8 +2,10 @@
 sandbox's process is out of reach (404, and it gets nothing), bodies past
 --max-body-bytes or writes past --process-stdin-bytes are refused with 413 naming the
 limit, and a process that closes its stdin under a write leaves the daemon serving and
-the write path answering 409."""
+the write path answering 409. Memory is read from the daemon's own /proc/<pid>/status
+(VmHWM, the peak RSS, reset before the attack with clear_refs 5)."""
 import json
+import os
 import time
 
 from sbxtest import Sandbox
@@ -79,4 +81,48 @@ def test_process_closing_its_stdin_under_writes(make_daemon):
     assert d.json("GET", "/v1/health")[0] == 200
     info = d.json("GET", "/v1/sandboxes/%s/processes/%s" % (sb.id, p["id"]))[1]
     assert info["status"] == "running" and info["stdin"] == {"open": False, "held": 0}
+    sb.delete()
+
+
+def status_kb(pid, field):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(field)
+
+
+def test_processes_that_never_read_keep_the_daemon_bounded(make_daemon):
+    """8 processes that never read are offered 8 MiB of stdin each (64 MiB in all); the
+    daemon holds at most --process-stdin-bytes (1 MiB) for each and refuses the rest with
+    429, so its peak RSS grows by a small multiple of 8 MiB, not by 64 MiB."""
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    d = make_daemon(env={"ASAN_OPTIONS": (asan + ":" if asan else "") +
+                         "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"})
+    sb = Sandbox(d, "stdin-bounded")
+    procs = [start(sb, "sleep 1000", stdin=True)["id"] for _ in range(8)]
+    pid = d.proc.pid
+    with open("/proc/%d/clear_refs" % pid, "w") as f:
+        f.write("5")           # VmHWM := VmRSS
+    base = status_kb(pid, "VmRSS")
+    chunk = "x" * (64 << 10)
+    conn = d.conn()
+    counts = {200: 0, 429: 0}
+    for _ in range(128):
+        for p in procs:
+            status, out = d.json("POST", stdin_url(sb, p), {"data": chunk}, conn=conn)
+            counts[status] = counts.get(status, 0) + 1
+            if status == 429:
+                assert out["code"] == "LIMIT_REACHED" and "--process-stdin-bytes" in out["message"]
+    conn.close()
+    growth = (status_kb(pid, "VmHWM") - base) / 1024
+    print("stdin answers %s; daemon peak RSS growth: %.1f MiB" % (counts, growth))
+    assert set(counts) == {200, 429} and counts[429] > 8 * 100, counts
+    for p in procs:
+        info = d.json("GET", "/v1/sandboxes/%s/processes/%s" % (sb.id, p))[1]
+        assert 1048576 - len(chunk) < info["stdin"]["held"] <= 1048576, info
+    usage = d.json("GET", "/v1/sandboxes/" + sb.id)[1]["usage"]
+    assert usage["bufferPeakBytes"] <= 8 * 2 * 1048576, usage
+    # with --process-stdin-bytes 1 GiB only the sandbox's 64 MiB budget bounds it
+    # (measured: 962 writes taken, peak RSS +60 MiB); with the cap: +9 MiB
+    assert growth < 32, "daemon peak RSS grew by %.0f MiB" % growth
     sb.delete()
