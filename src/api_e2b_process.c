@@ -476,7 +476,12 @@ static void input_answer(http_req *req, proc *p, int rc, size_t n)
     else if (rc == PROC_STDIN_CLOSED)
         e2b_unary_error(req, E2B_FAILED_PRECONDITION, "the stdin of process %s is closed",
                         proc_id(p));
-    else if (rc == PROC_STDIN_FULL || rc == PROC_STDIN_TOO_BIG)
+    else if (rc == PROC_STDIN_TOO_BIG)
+        e2b_unary_error(req, E2B_RESOURCE_EXHAUSTED,
+                        "%zu bytes of stdin in one call; at most %zu (--process-stdin-bytes): "
+                        "split it",
+                        n, proc_stdin_cap());
+    else if (rc == PROC_STDIN_FULL)
         e2b_unary_error(req, E2B_RESOURCE_EXHAUSTED,
                         "process %s has not read %zu bytes of its stdin yet; %zu more would "
                         "pass --process-stdin-bytes (%zu); nothing was written",
