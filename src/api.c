@@ -48,6 +48,7 @@ static const struct route ROUTES[] = {
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_get), 0 },
     { "DELETE", "/v1/sandboxes/{sid}/processes/{pid}", H(api_process_delete), 0 },
     { "GET", "/v1/sandboxes/{sid}/processes/{pid}/logs", H(api_process_logs), 0 },
+    { "POST", "/v1/sandboxes/{sid}/processes/{pid}/stdin", H(api_process_stdin), 0 },
     /* lifecycle: suspend and resume (lifecycle.h) */
     { "POST", "/v1/sandboxes/{sid}/suspend", H(api_sandbox_suspend), 0 },
     { "POST", "/v1/sandboxes/{sid}/resume", H(api_sandbox_resume), 0 },
@@ -97,8 +98,8 @@ static const struct route ROUTES[] = {
     { "POST", "/process.Process/Connect", H(api_e2b_process_connect), 0 },
     { "POST", "/process.Process/List", H(api_e2b_process_list), 0 },
     { "POST", "/process.Process/SendSignal", H(api_e2b_process_signal), 0 },
-    { "POST", "/process.Process/SendInput", H(api_e2b_unimplemented), 0 },
-    { "POST", "/process.Process/CloseStdin", H(api_e2b_unimplemented), 0 },
+    { "POST", "/process.Process/SendInput", H(api_e2b_process_input), 0 },
+    { "POST", "/process.Process/CloseStdin", H(api_e2b_process_close_stdin), 0 },
     { "POST", "/process.Process/Update", H(api_e2b_unimplemented), 0 },
     { "POST", "/process.Process/StreamInput", H(api_e2b_unimplemented), 0 },
     { "POST", "/filesystem.Filesystem/Stat", H(api_e2b_fs_stat), 0 },

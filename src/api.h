@@ -102,6 +102,7 @@ void api_process_list(struct app *app, http_req *req, const route_params *p);
 void api_process_get(struct app *app, http_req *req, const route_params *p);
 void api_process_delete(struct app *app, http_req *req, const route_params *p);
 void api_process_logs(struct app *app, http_req *req, const route_params *p);
+void api_process_stdin(struct app *app, http_req *req, const route_params *p);
 void api_files_put(struct app *app, http_req *req, const route_params *p);
 /* A file written as PUT writes it (the writer in the sandbox, charged to it; the same
  * checks and error answers), from data that stays valid until req is answered (part of

@@ -73,6 +73,8 @@ void api_e2b_process_start(struct app *app, http_req *req, const route_params *p
 void api_e2b_process_connect(struct app *app, http_req *req, const route_params *p);
 void api_e2b_process_list(struct app *app, http_req *req, const route_params *p);
 void api_e2b_process_signal(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_input(struct app *app, http_req *req, const route_params *p);
+void api_e2b_process_close_stdin(struct app *app, http_req *req, const route_params *p);
 void api_e2b_fs_stat(struct app *app, http_req *req, const route_params *p);
 void api_e2b_fs_listdir(struct app *app, http_req *req, const route_params *p);
 void api_e2b_fs_mkdir(struct app *app, http_req *req, const route_params *p);

@@ -4,9 +4,10 @@
  * (process.h): Start (server stream: start {pid}, data {stdout|stderr: base64} as the
  * output comes, end {exitCode, exited, status}, then the end-of-stream message), Connect
  * (the same stream for a running process, by pid), List (the running ones), SendSignal
- * (SIGKILL / SIGTERM: the process group is killed, as DELETE …/processes/{id} does).
- * Stdin, PTYs and Update are not supported by the native processes: those calls answer
- * `unimplemented`.
+ * (SIGKILL / SIGTERM: the process group is killed, as DELETE …/processes/{id} does),
+ * SendInput {input: {stdin: base64}} and CloseStdin onto the process's stdin (process.h:
+ * a Start with "stdin": true keeps one open). PTYs, Update and StreamInput (which the
+ * SDK's commands do not use) answer `unimplemented`.
  *
  * A process started here is an ordinary background process of the sandbox (listed by
  * /v1 too): `exec CMD ARGS…` with every word shell-quoted, run by the native /bin/sh -c.
@@ -267,6 +268,7 @@ static void start_in(struct app *app, http_req *req, sandbox *sb, void *arg)
         struct e2b_stream *st = calloc(1, sizeof *st);
         proc *p = NULL;
         cmd.command = line.data;
+        cmd.stdin_open = json_is_true(json_object_get(body, "stdin"));
         if (st)
             st->req = req;
         int rc =
@@ -433,13 +435,90 @@ void api_e2b_process_signal(struct app *app, http_req *req, const route_params *
     e2b_with_sandbox(app, req, signal_in, NULL);
 }
 
-/* SendInput, CloseStdin, Update, StreamInput: the native processes have no stdin and no
- * PTY. */
+/* ---- SendInput and CloseStdin ---- */
+
+/* proc_stdin_write's outcome as the unary answer. */
+static void input_answer(http_req *req, proc *p, int rc, size_t n)
+{
+    if (rc == 0)
+        http_respond(req, 200, "application/json", "{}", 2, NULL);
+    else if (rc == PROC_STDIN_NONE)
+        e2b_unary_error(req, E2B_FAILED_PRECONDITION,
+                        "process %s was started without stdin (start it with stdin: true)",
+                        proc_id(p));
+    else if (rc == PROC_STDIN_CLOSED)
+        e2b_unary_error(req, E2B_FAILED_PRECONDITION, "the stdin of process %s is closed",
+                        proc_id(p));
+    else if (rc == PROC_STDIN_TOO_BIG)
+        e2b_unary_error(req, E2B_RESOURCE_EXHAUSTED,
+                        "%zu bytes of stdin in one call; at most %zu (--process-stdin-bytes): "
+                        "split it",
+                        n, proc_stdin_cap());
+    else if (rc == PROC_STDIN_FULL)
+        e2b_unary_error(req, E2B_RESOURCE_EXHAUSTED,
+                        "process %s has not read %zu bytes of its stdin yet; %zu more would "
+                        "pass --process-stdin-bytes (%zu); nothing was written",
+                        proc_id(p), proc_stdin_held(p), n, proc_stdin_cap());
+    else if (rc == -ENOBUFS)
+        e2b_unary_error(req, E2B_RESOURCE_EXHAUSTED,
+                        "%zu bytes of stdin do not fit in the sandbox's buffer budget "
+                        "(--sandbox-buffer-bytes); nothing was written",
+                        n);
+    else
+        e2b_unary_error(req, E2B_INTERNAL, "out of memory");
+}
+
+/* arg non-NULL: CloseStdin; else SendInput. */
+static void input_in(struct app *app, http_req *req, sandbox *sb, void *arg)
+{
+    (void)app;
+    if (!sb)
+        return;
+    char err[JX_ERR];
+    int pid = 0;
+    json_t *body = e2b_connect_request(req, false, err, sizeof err);
+    proc *p = body ? by_pid(sb, body, &pid) : NULL;
+    const json_t *input = body ? json_object_get(body, "input") : NULL;
+    const char *data = json_string_value(json_object_get(input, "stdin"));
+    buf b;
+    buf_init(&b, data ? strlen(data) + 1 : 1);
+    if (!body)
+        e2b_unary_error(req, E2B_INVALID_ARGUMENT, "%s", err);
+    else if (!p && pid <= 0)
+        e2b_unary_error(req, E2B_INVALID_ARGUMENT, "the request needs process.pid");
+    else if (!p)
+        e2b_unary_error(req, E2B_NOT_FOUND, "process with pid %d not found", pid);
+    else if (arg)
+        input_answer(req, p, proc_stdin_write(p, NULL, 0, true), 0);
+    else if (json_object_get(input, "pty"))
+        e2b_unary_error(req, E2B_UNIMPLEMENTED, "PTYs are not supported by sandboxd");
+    else if (!data || e2b_unbase64(&b, data, strlen(data)))
+        e2b_unary_error(req, E2B_INVALID_ARGUMENT, "input.stdin must be base64 bytes");
+    else
+        input_answer(req, p, proc_stdin_write(p, b.data, b.len, false), b.len);
+    buf_free(&b);
+    json_decref(body);
+}
+
+void api_e2b_process_input(struct app *app, http_req *req, const route_params *p)
+{
+    (void)p;
+    e2b_with_sandbox(app, req, input_in, NULL);
+}
+
+void api_e2b_process_close_stdin(struct app *app, http_req *req, const route_params *p)
+{
+    (void)p;
+    e2b_with_sandbox(app, req, input_in, req);
+}
+
+/* Update, StreamInput, the filesystem watchers: not supported. */
 void api_e2b_unimplemented(struct app *app, http_req *req, const route_params *p)
 {
     (void)app;
     (void)p;
     e2b_unary_error(req, E2B_UNIMPLEMENTED,
-                    "%s is not supported by sandboxd (its processes have no stdin and no PTY)",
+                    "%s is not supported by sandboxd (no PTYs, no streamed input, no "
+                    "watchers)",
                     req->path);
 }

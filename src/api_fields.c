@@ -45,9 +45,13 @@ const struct jx_field API_FIELDS_EXEC[] = {
 };
 
 const struct jx_field API_FIELDS_PROCESS[] = {
-    { "command", NULL },
-    { "cwd", NULL },
-    { "env", NULL },
+    { "command", NULL }, { "cwd", NULL }, { "env", NULL }, { "stdin", NULL }, { NULL, NULL },
+};
+
+const struct jx_field API_FIELDS_STDIN[] = {
+    { "data", NULL },
+    { "encoding", NULL },
+    { "eof", NULL },
     { NULL, NULL },
 };
 

@@ -14,6 +14,7 @@ extern const struct jx_field API_FIELDS_CONTEXT[]; /* POST …/contexts */
 extern const struct jx_field API_FIELDS_EXECUTE[]; /* POST …/execute */
 extern const struct jx_field API_FIELDS_EXEC[];    /* POST …/exec */
 extern const struct jx_field API_FIELDS_PROCESS[]; /* POST …/processes */
+extern const struct jx_field API_FIELDS_STDIN[];   /* POST …/processes/{pid}/stdin */
 extern const struct jx_field API_FIELDS_MOVE[];    /* POST …/files:move */
 extern const struct jx_field API_FIELDS_MKDIR[];   /* POST …/files:mkdir */
 

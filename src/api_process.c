@@ -1,9 +1,10 @@
 /*
  * api_process.c — the background-process routes (API.md "Background processes"):
- * POST/GET /v1/sandboxes/{sid}/processes, GET/DELETE …/processes/{pid}, GET …/{pid}/logs.
- * Reads and validates the requests, calls process.h, and answers: a start once the
- * sandbox's init has started the process (201), a DELETE once the process has ended, the
- * logs as JSON or followed over SSE through an api_sink.
+ * POST/GET /v1/sandboxes/{sid}/processes, GET/DELETE …/processes/{pid}, GET …/{pid}/logs,
+ * POST …/{pid}/stdin. Reads and validates the requests, calls process.h, and answers: a
+ * start once the sandbox's init has started the process (201), a DELETE once the process
+ * has ended, the logs as JSON or followed over SSE through an api_sink, a stdin write at
+ * once (queued, or refused whole: process.h never blocks on the pipe).
  */
 #include "api.h"
 #include "process.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "api_command.h"
+#include "api_e2b.h"
 #include "api_fields.h"
 #include "api_json.h"
 #include "jsonx.h"
@@ -65,11 +67,14 @@ void api_process_start(struct app *app, http_req *req, const route_params *rp)
     if (!body)
         return;
     struct cmd_request cmd;
-    if (api_cmd_parse(body, app->cfg, &cmd, err, sizeof err)) {
+    bool keep_stdin = false;
+    if (api_cmd_parse(body, app->cfg, &cmd, err, sizeof err) ||
+        jx_bool(body, "stdin", NULL, &keep_stdin, err, sizeof err)) {
         json_decref(body);
         http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
         return;
     }
+    cmd.stdin_open = keep_stdin;
     proc *p = NULL;
     int rc = proc_start(sb, app->cfg, &cmd, started, req, &p, err, sizeof err);
     json_decref(body);
@@ -190,4 +195,103 @@ void api_process_logs(struct app *app, http_req *req, const route_params *rp)
     req->on_drain = api_follower_drained;
     req->on_abort = api_follower_aborted;
     proc_follower_start(f);
+}
+
+/* ---- POST …/processes/{pid}/stdin ---- */
+
+/* The body's bytes: "data" as UTF-8 text or, with "encoding": "base64", decoded into b.
+ * 0, or -1 with err set. */
+static int stdin_data(const json_t *body, const struct config *cfg, buf *b, char *err,
+                      size_t errlen)
+{
+    const char *data = NULL, *enc = NULL;
+    buf_init(b, 0);
+    if (jx_string(body, "data", false, cfg->max_body_bytes, &data, err, errlen) ||
+        jx_string(body, "encoding", false, 16, &enc, err, errlen))
+        return -1;
+    bool b64 = enc && strcmp(enc, "base64") == 0;
+    if (enc && !b64 && strcmp(enc, "utf8") != 0) {
+        snprintf(err, errlen, "field 'encoding' must be \"utf8\" or \"base64\"");
+        return -1;
+    }
+    size_t n = data ? strlen(data) : 0;
+    buf_free(b);
+    buf_init(b, n + 1);
+    if (b64 ? e2b_unbase64(b, data, n) : buf_append(b, data ? data : "", n)) {
+        snprintf(err, errlen, b64 ? "field 'data' is not valid base64" : "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* proc_stdin_write's refusal as the API's error (never called with 0). */
+static void stdin_refused(http_req *req, const proc *p, int rc, size_t n)
+{
+    budget *bg = proc_budget(p);
+    if (rc == PROC_STDIN_NONE)
+        http_respond_error(req, 409, "CONFLICT",
+                           "process %s was started without stdin (start it with "
+                           "\"stdin\": true)",
+                           proc_id(p));
+    else if (rc == PROC_STDIN_CLOSED)
+        http_respond_error(req, 409, "CONFLICT",
+                           "the stdin of process %s is closed (EOF was sent, or the process "
+                           "exited or closed it)",
+                           proc_id(p));
+    else if (rc == PROC_STDIN_TOO_BIG)
+        http_respond_error(req, 413, "PAYLOAD_TOO_LARGE",
+                           "%zu bytes of stdin in one write; at most %zu "
+                           "(--process-stdin-bytes): split it",
+                           n, proc_stdin_cap());
+    else if (rc == PROC_STDIN_FULL)
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "process %s has not read %zu bytes of its stdin yet; %zu more would "
+                           "pass --process-stdin-bytes (%zu); nothing was written, try again "
+                           "once it reads",
+                           proc_id(p), proc_stdin_held(p), n, proc_stdin_cap());
+    else if (rc == -ENOBUFS)
+        http_respond_error(req, 429, "LIMIT_REACHED",
+                           "%zu bytes of stdin do not fit in what is left of the sandbox's "
+                           "buffer budget (--sandbox-buffer-bytes %llu, %llu bytes held); "
+                           "nothing was written",
+                           n, (unsigned long long)budget_cap(bg),
+                           (unsigned long long)budget_used(bg));
+    else
+        http_respond_error(req, 500, "INTERNAL_ERROR", "cannot hold the stdin: out of memory");
+}
+
+void api_process_stdin(struct app *app, http_req *req, const route_params *rp)
+{
+    char err[JX_ERR];
+    proc *p = lookup(req, rp, NULL);
+    if (!p)
+        return;
+    json_t *body = api_body_known(req, false, API_FIELDS_STDIN);
+    if (!body)
+        return;
+    buf b;
+    bool eof = false;
+    int rc = stdin_data(body, app->cfg, &b, err, sizeof err);
+    if (!rc)
+        rc = jx_bool(body, "eof", NULL, &eof, err, sizeof err);
+    json_decref(body);
+    if (rc) {
+        buf_free(&b);
+        http_respond_error(req, 400, "VALIDATION_FAILED", "%s", err);
+        return;
+    }
+    size_t n = b.len;
+    rc = proc_stdin_write(p, b.data, n, eof);
+    buf_free(&b);
+    if (rc) {
+        stdin_refused(req, p, rc, n);
+        return;
+    }
+    json_t *j = proc_json(p);
+    json_t *in = json_object_get(j, "stdin");
+    api_respond_json(req, 200,
+                     json_pack("{s:s, s:I, s:O, s:O}", "id", proc_id(p), "accepted", (json_int_t)n,
+                               "open", json_object_get(in, "open"), "held",
+                               json_object_get(in, "held")));
+    json_decref(j);
 }

@@ -26,6 +26,7 @@ struct cmd_request {
     const char *command; /* borrowed from the request body */
     const json_t *env;   /* borrowed; NULL when absent */
     char cwd[1100];      /* resolved against /workspace */
+    bool stdin_open;     /* background processes: a stdin pipe kept open (proc_stdin_write) */
 };
 
 /* Spawn the command in sb as a new child (child.h) of owner: stdout and stderr on new

@@ -107,6 +107,9 @@ static const struct opt OPTS[] = {
       "Time a new sandbox's init has to build the sandbox and report ready; then the creation fails." },
     { "output-line-wait-ms", "SANDBOXD_OUTPUT_LINE_WAIT_MS", U64(output_line_wait_ms), "100", 0, 60000,
       "How long a code context's stdout/stderr pipe output after its last newline is held for the rest of the line before it is passed on as it is (0: at once); lines are never split by other output while held." },
+    /* background processes' stdin (process.c) */
+    { "process-stdin-bytes", "SANDBOXD_PROCESS_STDIN_BYTES", U64(process_stdin_bytes), "1048576", 1, UINT64_C(1) << 30,
+      "Stdin bytes the daemon holds for one background process that has not read them yet; a write past it gets 429 (a single write larger than it, 413)." },
     /* the E2B surface (api_e2b*.c) */
     { "max-upload-files", "SANDBOXD_MAX_UPLOAD_FILES", U64(max_upload_files), "64", 1, 100000,
       "Files in one multipart upload (E2B's POST /files); one more gets 400." },

@@ -49,6 +49,7 @@ struct config {
     uint64_t max_file_bytes;
     uint64_t process_log_bytes;
     uint64_t max_processes;
+    uint64_t process_stdin_bytes; /* --process-stdin-bytes */
     uint64_t max_code_bytes;
     uint64_t max_env_vars;
     uint64_t context_start_timeout_ms;

@@ -25,7 +25,9 @@
  * grows. When the budget refuses, the ring stops growing and becomes a ring of the size it
  * has: the oldest bytes are dropped sooner, counted as always (outputDropped, `dropped`
  * events), and the process is never blocked. JSON logs and follower events are charged
- * while queued to the client (the API layer charges them to proc_budget).
+ * while queued to the client (the API layer charges them to proc_budget). Stdin is a
+ * struct pstdin (process_stdin.h) over the child's CHILD_IN pipe: what it holds is charged
+ * to the same budget and capped at --process-stdin-bytes.
  */
 #include "stamp.h"
 #include "process.h"
@@ -40,7 +42,13 @@
 #include "child.h"
 #include "command.h"
 #include "log.h"
+#include "process_stdin.h"
 #include "sandbox.h"
+
+_Static_assert((int)PROC_STDIN_CLOSED == (int)PSTDIN_CLOSED &&
+                   (int)PROC_STDIN_FULL == (int)PSTDIN_FULL &&
+                   (int)PROC_STDIN_TOO_BIG == (int)PSTDIN_TOO_BIG,
+               "process.h's stdin refusals are process_stdin.h's");
 
 #define EVENT_MAX (64 << 10) /* output bytes per SSE event */
 
@@ -85,7 +93,9 @@ struct proc {
     struct ring ring[2]; /* stdout, stderr */
     struct proc_follower *followers;
     struct waiter *waiters;
-    struct proc *next; /* the sandbox's list */
+    bool has_stdin;      /* cmd_request.stdin_open */
+    struct pstdin stdin; /* once started, when has_stdin */
+    struct proc *next;   /* the sandbox's list */
     /* until the sandbox's init has started it (proc_started) */
     proc_started_cb start_cb;
     void *start_arg;
@@ -100,6 +110,7 @@ struct proc_set {
 
 static uint64_t log_cap;        /* --process-log-bytes, set by proc_init */
 static uint64_t drain_grace_ms; /* --drain-grace-ms, set by proc_init */
+static uint64_t stdin_cap;      /* --process-stdin-bytes, set by proc_init */
 
 /* ---- rings ---- */
 
@@ -183,6 +194,10 @@ json_t *proc_json(const struct proc *p)
             json_object_set_new(j, "signal", json_string(name));
         }
     }
+    if (j && p->has_stdin)
+        json_object_set_new(j, "stdin",
+                            json_pack("{s:b, s:I}", "open", pstdin_open(&p->stdin), "held",
+                                      (json_int_t)pstdin_held(&p->stdin)));
     if (j)
         json_object_set_new(j, "outputDropped",
                             json_pack("{s:I, s:I}", "stdout", (json_int_t)p->ring[0].start,
@@ -196,6 +211,7 @@ json_t *proc_json(const struct proc *p)
 static void proc_freed(void *owner)
 {
     struct proc *p = owner;
+    pstdin_free(&p->stdin);
     for (int i = 0; i < 2; i++) {
         budget_release(p->bg, p->ring[i].alloc);
         free(p->ring[i].data);
@@ -393,6 +409,7 @@ static void proc_timer(void *owner)
 static void proc_exited(void *owner, int status)
 {
     struct proc *p = owner;
+    pstdin_close(&p->stdin); /* what it did not read is dropped */
     p->exited = true;
     p->status = status;
     p->ended_ms = stamp_now_ms();
@@ -422,6 +439,7 @@ void proc_init(const struct config *cfg)
 {
     log_cap = cfg->process_log_bytes;
     drain_grace_ms = cfg->drain_grace_ms;
+    stdin_cap = cfg->process_stdin_bytes;
     sbx_on_destroy(on_sandbox_destroy);
 }
 
@@ -480,6 +498,13 @@ void proc_start_cancel(proc *p)
     start_failed(p, -ECONNABORTED, "the client went away before it started");
 }
 
+/* The stdin's pipe is closed (process_stdin.h). */
+static void stdin_closer(void *arg)
+{
+    struct proc *p = arg;
+    child_close(p->ch, CHILD_IN);
+}
+
 /* The sandbox's init started the process (or could not): it joins the sandbox's list
  * and the starter is told. */
 static void proc_started(void *owner, int rc, const char *msg)
@@ -501,6 +526,8 @@ static void proc_started(void *owner, int rc, const char *msg)
         p->ring[i].bg = p->bg;
     }
     child_reading(p->ch, true); /* both pipes into the rings from now on */
+    pstdin_init(&p->stdin, p->has_stdin ? child_stream(p->ch, CHILD_IN) : NULL, stdin_closer, p,
+                p->bg, (size_t)stdin_cap);
     if (!set) {
         /* out of memory for the list: the process cannot be managed, so it ends */
         child_kill(p->ch);
@@ -556,7 +583,8 @@ int proc_start(sandbox *sb, const struct config *cfg, const struct cmd_request *
     }
     snprintf(p->cwd, sizeof p->cwd, "%s", cmd->cwd);
     p->sb = sb;
-    int rc = cmd_spawn(sb, cmd, false, &PROC_OPS, p, &p->ch, err, errlen);
+    p->has_stdin = cmd->stdin_open;
+    int rc = cmd_spawn(sb, cmd, cmd->stdin_open, &PROC_OPS, p, &p->ch, err, errlen);
     if (rc) {
         free(p->command);
         free(p);
@@ -589,6 +617,30 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg)
     child_kill(p->ch); /* the whole process group, SIGCONT first */
     log_info("sandbox %s: process %s killed", sb->id, p->id);
     return 0;
+}
+
+/* ---- stdin ---- */
+
+int proc_stdin_write(proc *p, const void *data, size_t n, bool eof)
+{
+    if (!p->has_stdin)
+        return PROC_STDIN_NONE;
+    if (p->exited)
+        return PROC_STDIN_CLOSED;
+    int rc = pstdin_write(&p->stdin, data, n, eof);
+    if (!rc && n)
+        life_touch(p->sb); /* input is activity (lifecycle.h) */
+    return rc;
+}
+
+size_t proc_stdin_held(const proc *p)
+{
+    return pstdin_held(&p->stdin);
+}
+
+size_t proc_stdin_cap(void)
+{
+    return (size_t)stdin_cap;
 }
 
 /* ---- logs ---- */

@@ -17,6 +17,13 @@
  * falls so far behind that the ring has overwritten what it had not read yet, it skips to
  * the oldest byte still held and gets a `dropped` event {"stream","bytes"} saying how
  * much it missed.
+ *
+ * Stdin: a process started with cmd->stdin_open has a pipe as its stdin, written with
+ * proc_stdin_write (never blocking: libuv writes as the pipe takes it). What it has not
+ * taken yet is held by the daemon, charged to the sandbox's budget, and at most
+ * --process-stdin-bytes per process: a write that would hold more is refused whole
+ * (nothing of it is written), so a process that never reads costs at most that much.
+ * EOF closes the pipe once everything before it has been written.
  */
 #ifndef SANDBOXD_PROCESS_H
 #define SANDBOXD_PROCESS_H
@@ -40,6 +47,14 @@ void proc_init(const struct config *cfg);
 enum {
     PROC_FULL = 1,      /* --max-processes reached (none exited to forget) */
     PROC_NO_MEMORY = 2, /* out of memory setting it up */
+};
+
+/* proc_stdin_write's refusals that are not an errno */
+enum {
+    PROC_STDIN_NONE = 3,    /* started without stdin */
+    PROC_STDIN_CLOSED = 4,  /* closed: EOF was sent, the process exited or closed its end */
+    PROC_STDIN_FULL = 5,    /* held + n would pass --process-stdin-bytes */
+    PROC_STDIN_TOO_BIG = 6, /* n alone is more than --process-stdin-bytes */
 };
 
 /* The start's outcome, once: rc 0 and p listed in its sandbox; PROC_NO_MEMORY (p NULL;
@@ -76,6 +91,14 @@ int proc_delete(sandbox *sb, proc *p, proc_ended_cb cb, void *arg);
 /* The logs as JSON {"stdout","stderr","dropped","truncated","status"} into b (buf_init
  * here; the caller frees it). 0, or buf.h's error when it does not fit. */
 int proc_logs_json(const proc *p, buf *b);
+
+/* Queue n bytes for p's stdin (all of them or none), then EOF when eof (after every byte
+ * queued before). 0; PROC_STDIN_*; -ENOBUFS when the sandbox's budget has no room for
+ * them; -ENOMEM. n may be 0 (only eof, or nothing). */
+int proc_stdin_write(proc *p, const void *data, size_t n, bool eof);
+/* Bytes written to p's stdin but not taken by the process yet; the cap. */
+size_t proc_stdin_held(const proc *p);
+size_t proc_stdin_cap(void);
 
 unsigned proc_followers(const proc *p);
 /* A new follower of p with its output to sink (NULL: out of memory); nothing is sent

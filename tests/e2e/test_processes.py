@@ -211,3 +211,101 @@ def test_server_reachable_inside_only(sandbox):
     assert out["exitCode"] != 0 and "refused" in out["stderr"]
     other.delete()
     sandbox.d.json("DELETE", proc_url(sandbox, p["id"]))
+
+
+def write_stdin(sb, pid, **body):
+    return sb.d.json("POST", proc_url(sb, pid, "/stdin"), body)
+
+
+def wait_stdout(sb, pid, want, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        logs = sb.d.json("GET", proc_url(sb, pid, "/logs"))[1]
+        if logs["stdout"] == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError("stdout is %r, not %r" % (logs["stdout"], want))
+
+
+def test_stdin_cat_round_trip(sandbox):
+    p = start(sandbox, "cat", stdin=True)
+    status, out = write_stdin(sandbox, p["id"], data="hello\n")
+    assert status == 200, out
+    assert out["id"] == p["id"] and out["accepted"] == 6 and out["open"] is True
+    wait_stdout(sandbox, p["id"], "hello\n")
+    # binary through base64, then EOF with the last bytes: cat ends with 0
+    status, out = write_stdin(sandbox, p["id"], data="AAH/Cg==", encoding="base64")
+    assert status == 200 and out["accepted"] == 4, out
+    status, out = write_stdin(sandbox, p["id"], data="bye\n", eof=True)
+    assert status == 200 and out["accepted"] == 4 and out["open"] is False, out
+    done = wait_exit(sandbox, p["id"])
+    assert done["exitCode"] == 0 and done["stdin"] == {"open": False, "held": 0}
+    status, hdrs, raw = sandbox.d.request("GET", proc_url(sandbox, p["id"], "/logs"))
+    assert json.loads(raw)["stdout"] == "hello\n\u0000\u0001\ufffd\nbye\n"
+    # closed: every later write is refused, EOF or not
+    for body in ({"data": "x"}, {"eof": True}):
+        status, e = write_stdin(sandbox, p["id"], **body)
+        assert status == 409 and e["code"] == "CONFLICT" and "closed" in e["message"], e
+
+
+def test_stdin_eof_alone_and_refusals(sandbox):
+    p = start(sandbox, "wc -c", stdin=True)
+    assert write_stdin(sandbox, p["id"], data="12345")[0] == 200
+    status, out = write_stdin(sandbox, p["id"], eof=True)
+    assert status == 200 and out["accepted"] == 0
+    assert wait_exit(sandbox, p["id"])["exitCode"] == 0
+    wait_stdout(sandbox, p["id"], "5\n")
+    # started without stdin: 409 saying how to get one; its stdin is /dev/null
+    q = start(sandbox, "cat; echo done")
+    status, e = write_stdin(sandbox, q["id"], data="x")
+    assert status == 409 and "without stdin" in e["message"], e
+    wait_stdout(sandbox, q["id"], "done\n")
+    assert "stdin" not in sandbox.d.json("GET", proc_url(sandbox, q["id"]))[1]
+    # strict input
+    r = start(sandbox, "cat", stdin=True)
+    for body, word in (({"data": "x", "eof": "yes"}, "eof"), ({"data": 1}, "data"),
+                       ({"datta": "x"}, "datta"), ({"data": "x", "encoding": "hex"}, "encoding"),
+                       ({"data": "!!", "encoding": "base64"}, "base64")):
+        status, e = write_stdin(sandbox, r["id"], **body)
+        assert status == 400 and e["code"] == "VALIDATION_FAILED" and word in e["message"], e
+    status, e = sandbox.d.json("POST", proc_url(sandbox), {"command": "cat", "stdin": 1})
+    assert status == 400 and "stdin" in e["message"]
+    status, e = write_stdin(sandbox, "proc-nope", data="x")
+    assert status == 404 and e["code"] == "PROCESS_NOT_FOUND"
+    assert sandbox.d.json("DELETE", proc_url(sandbox, r["id"]))[0] == 200
+
+
+def test_stdin_never_read_is_bounded(make_daemon):
+    """A process that never reads: the pipe fills, then the daemon holds at most
+    --process-stdin-bytes for it; every write past that is refused whole with 429, and
+    the sandbox's buffer budget shows no more than that held."""
+    cap = 65536
+    d = make_daemon("--process-stdin-bytes", str(cap))
+    sb = Sandbox(d, "stdin-cap")
+    p = start(sb, "sleep 1000", stdin=True)
+    chunk = "x" * 16384
+    accepted, refused = 0, 0
+    for _ in range(200):
+        status, out = write_stdin(sb, p["id"], data=chunk)
+        if status == 200:
+            accepted += out["accepted"]
+            assert out["held"] <= cap
+            continue
+        assert status == 429 and out["code"] == "LIMIT_REACHED", out
+        assert "--process-stdin-bytes (65536)" in out["message"]
+        refused += 1
+    assert refused > 100 and accepted <= cap + (1 << 20)   # the pipe, then the cap
+    info = sb.d.json("GET", proc_url(sb, p["id"]))[1]
+    assert cap - len(chunk) < info["stdin"]["held"] <= cap and info["stdin"]["open"] is True
+    usage = sb.d.json("GET", "/v1/sandboxes/" + sb.id)[1]["usage"]
+    assert usage["bufferPeakBytes"] <= cap + 65536, usage
+    # one write larger than the cap can never fit: 413
+    status, e = write_stdin(sb, p["id"], data="y" * (cap + 1))
+    assert status == 413 and e["code"] == "PAYLOAD_TOO_LARGE", e
+    # killing it drops what it never read and gives the bytes back
+    assert sb.d.json("DELETE", proc_url(sb, p["id"]))[0] == 200
+    deadline = time.time() + 20
+    while sb.d.json("GET", "/v1/sandboxes/" + sb.id)[1]["usage"]["bufferBytes"] > 0:
+        assert time.time() < deadline, "the held stdin was not given back"
+        time.sleep(0.05)
+    sb.delete()

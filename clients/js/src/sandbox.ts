@@ -32,6 +32,7 @@ import type {
   AttachOptions,
   SandboxInfo,
   SandboxOptions,
+  StdinWrite,
   WriteFileOptions,
   WriteFileResult,
 } from "./types.js";
@@ -276,7 +277,21 @@ export class Sandbox implements SandboxHandle {
   async startProcess(command: string, opts: ProcessOptions = {}): Promise<ProcessInfo> {
     await this.ready();
     return this.transport.json<ProcessInfo>("POST", this.procPath(),
-      { json: { command, cwd: opts.cwd, env: definedOnly(opts.env) } });
+      { json: { command, cwd: opts.cwd, env: definedOnly(opts.env), stdin: opts.stdin || undefined } });
+  }
+
+  /**
+   * Writes to the stdin of a process started with `{stdin: true}` (strings as UTF-8, bytes as
+   * base64); `{eof: true}` closes it after `data`. Past --process-stdin-bytes unread by the
+   * process the daemon answers 429 (LimitReachedError) and nothing of the write was written.
+   */
+  async writeStdin(id: string, data: string | Uint8Array, opts: { eof?: boolean } = {}): Promise<StdinWrite> {
+    await this.ready();
+    const json: Record<string, unknown> = typeof data === "string"
+      ? { data }
+      : { data: toBase64(data), encoding: "base64" };
+    if (opts.eof) json.eof = true;
+    return this.transport.json<StdinWrite>("POST", `${this.procPath(id)}/stdin`, { json });
   }
 
   async listProcesses(): Promise<ProcessInfo[]> {

@@ -258,6 +258,16 @@ export interface ListFilesResult {
 export interface ProcessOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
+  /** Keep a stdin pipe open for writeStdin (else the process's stdin is /dev/null). */
+  stdin?: boolean;
+}
+
+/** What writeStdin answers. */
+export interface StdinWrite {
+  id: string;
+  accepted: number;
+  open: boolean;
+  held: number;
 }
 
 export interface ProcessInfo {

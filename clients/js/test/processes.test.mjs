@@ -1,7 +1,7 @@
 // processes.test.mjs — background processes against a real daemon (skipped while not served).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { getSandbox, ProcessNotFoundError } from "../dist/index.js";
+import { ConflictError, getSandbox, LimitReachedError, ProcessNotFoundError } from "../dist/index.js";
 import { serves, startDaemon } from "./support/daemon.mjs";
 
 let daemon;
@@ -34,5 +34,29 @@ test("start, list, logs, stream, kill", async (t) => {
   assert.equal(events.filter((e) => e.type === "stdout").map((e) => e.data).join(""), "1\n2\n3\n");
   assert.equal(events.at(-1).type, "exit");
   await assert.rejects(sandbox.killProcess("nope"), ProcessNotFoundError);
+  await sandbox.destroy();
+});
+
+test("writeStdin: text and bytes reach cat, eof ends it; a full pipe is LimitReachedError", async () => {
+  const sandbox = getSandbox(daemon.url, `stdin-${process.pid}`);
+  const p = await sandbox.startProcess("cat", { stdin: true });
+  const w = await sandbox.writeStdin(p.id, "one\n");
+  assert.deepEqual([w.id, w.accepted, w.open], [p.id, 4, true]);
+  await sandbox.writeStdin(p.id, new Uint8Array([0x74, 0x77, 0x6f, 0x0a]));
+  const last = await sandbox.writeStdin(p.id, "three\n", { eof: true });
+  assert.equal(last.open, false);
+  for (let i = 0; ; i++) {
+    const info = await sandbox.getProcess(p.id);
+    if (info.status === "exited") { assert.equal(info.exitCode, 0); break; }
+    assert.ok(i < 200, "cat did not end after eof");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal((await sandbox.getProcessLogs(p.id)).stdout, "one\ntwo\nthree\n");
+  await assert.rejects(sandbox.writeStdin(p.id, "late"), ConflictError);
+
+  const idle = await sandbox.startProcess("sleep 1000", { stdin: true });
+  const chunk = "x".repeat(1 << 18);
+  await assert.rejects((async () => { for (;;) await sandbox.writeStdin(idle.id, chunk); })(),
+    (e) => e instanceof LimitReachedError && /--process-stdin-bytes/.test(e.message));
   await sandbox.destroy();
 });

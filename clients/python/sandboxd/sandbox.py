@@ -8,6 +8,7 @@ typed errors of `sandboxd.errors`; an error inside the user's code is data in
 `Execution.error`, not an exception. Timeouts given to this class are in seconds, as in the
 Python world; the API's `timeoutMs` is computed from them.
 """
+import base64
 import os
 import urllib.parse
 
@@ -317,10 +318,12 @@ class Sandbox:
         return self._http.request("POST", self._base + "/files:move", {"from": src, "to": dst})
 
     # -- background processes ---------------------------------------------------------------
-    def start_process(self, command, cwd=None, env=None):
-        """Start a background process; returns {id, pid, command, status}."""
+    def start_process(self, command, cwd=None, env=None, stdin=False):
+        """Start a background process; returns {id, pid, command, status}. With stdin=True
+        its stdin is a pipe that write_stdin writes (else /dev/null)."""
         self._ensure()
-        body = _drop_none({"command": command, "cwd": cwd, "env": env})
+        body = _drop_none({"command": command, "cwd": cwd, "env": env,
+                           "stdin": True if stdin else None})
         return Record(self._http.request("POST", self._base + "/processes", body))
 
     def list_processes(self):
@@ -353,6 +356,21 @@ class Sandbox:
             elif event == "stderr" and on_stderr:
                 on_stderr(data.get("text", ""))
             yield event, data
+
+    def write_stdin(self, process_id, data, eof=False):
+        """Write data (str, or bytes sent as base64) to the stdin of a process started with
+        stdin=True; eof=True closes it after data. Returns {id, accepted, open, held}.
+        The daemon holds at most --process-stdin-bytes the process has not read: a write
+        past that raises LimitReachedError (429) and nothing of it was written; retry once the
+        process reads."""
+        self._ensure()
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            body = {"data": base64.b64encode(bytes(data)).decode(), "encoding": "base64"}
+        else:
+            body = {"data": data}
+        if eof:
+            body["eof"] = True
+        return Record(self._http.request("POST", self._proc_path(process_id) + "/stdin", body))
 
     def kill_process(self, process_id):
         self._ensure()

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from sandboxd import NotFoundError, ProcessNotFoundError, SandboxFileNotFoundError
+from sandboxd import (ConflictError, LimitReachedError, NotFoundError, ProcessNotFoundError,
+                      SandboxFileNotFoundError)
 
 
 def _require(sandbox, probe):
@@ -69,6 +70,28 @@ def test_background_process(sandbox):
     assert q.id not in [p.id for p in sandbox.list_processes() if p.status == "running"]
     with pytest.raises(ProcessNotFoundError):
         sandbox.get_process_logs("proc-nope")
+
+
+def test_write_stdin(sandbox):
+    p = sandbox.start_process("cat", stdin=True)
+    w = sandbox.write_stdin(p.id, "one\n")
+    assert (w.id, w.accepted, w.open) == (p.id, 4, True)
+    sandbox.write_stdin(p.id, b"two\n\x00")        # bytes travel as base64
+    assert sandbox.write_stdin(p.id, "three\n", eof=True).open is False
+    deadline = time.time() + 30
+    while sandbox.get_process(p.id).status == "running":
+        assert time.time() < deadline, "cat did not end after eof"
+        time.sleep(0.1)
+    assert sandbox.get_process(p.id).exitCode == 0
+    assert sandbox.get_process_logs(p.id).stdout == "one\ntwo\n\x00three\n"
+    with pytest.raises(ConflictError):
+        sandbox.write_stdin(p.id, "late")
+    idle = sandbox.start_process("sleep 1000", stdin=True)
+    with pytest.raises(LimitReachedError) as e:
+        for _ in range(100):
+            sandbox.write_stdin(idle.id, "x" * (1 << 18))
+    assert "--process-stdin-bytes" in str(e.value)
+    sandbox.kill_process(idle.id)
 
 
 def test_full_workspace_is_disk_full_error(daemon):

@@ -129,9 +129,28 @@ describe("commands", () => {
     await h.wait();
   });
 
-  test("stdin is not supported: sendStdin says so", async () => {
-    const h = await sbx.commands.run("sleep 30", { background: true, stdin: true });
-    await assert.rejects(sbx.commands.sendStdin(h.pid, "x\n"), /not supported/);
+  test("stdin: sendStdin reaches the command, closeStdin ends it", async () => {
+    const seen = [];
+    const h = await sbx.commands.run("cat", {
+      background: true, stdin: true, onStdout: (l) => seen.push(l),
+    });
+    await sbx.commands.sendStdin(h.pid, "one\n");
+    await h.sendStdin(new Uint8Array([0x74, 0x77, 0x6f, 0x0a])); // "two\n" as bytes
+    await h.closeStdin();
+    const r = await h.wait();
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, "one\ntwo\n");
+    assert.equal(seen.join(""), "one\ntwo\n");
+    // closed now (and gone): a later write is refused in E2B's own terms
+    await assert.rejects(sbx.commands.sendStdin(h.pid, "late\n"), (e) => {
+      assert.match(e.message, /not found|closed/);
+      return true;
+    });
+  });
+
+  test("stdin: a command started without it refuses input", async () => {
+    const h = await sbx.commands.run("sleep 30", { background: true });
+    await assert.rejects(sbx.commands.sendStdin(h.pid, "x\n"), /started without stdin/);
     await h.kill();
   });
 });
