@@ -347,7 +347,8 @@ void api_mcp_post(struct app *app, http_req *req, const route_params *p)
     (void)p;
     sessions_expire(app->cfg->mcp_session_idle_ms);
     json_error_t je;
-    json_t *m = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &je);
+    json_t *m = json_loadb(req->body.data ? req->body.data : "", req->body.len,
+                           JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!m)
         rpc_error(req, 400, NULL, MCP_PARSE_ERROR, "not JSON: %s (line %d)", je.text, je.line);
     else if (json_is_array(m))

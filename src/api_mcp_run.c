@@ -216,6 +216,13 @@ void mcp_tool_run_code(struct mcp_job *j)
                                         "supported (python, javascript, typescript)", lang_s));
         return;
     }
+    size_t clen = json_string_length(json_object_get(j->args, "code"));
+    if (clen > j->app->cfg->max_code_bytes) {
+        mcp_job_done(j, mcp_text_result(true, "PAYLOAD_TOO_LARGE: code is %zu bytes, more than "
+                                        "--max-code-bytes %llu", clen,
+                                        (unsigned long long)j->app->cfg->max_code_bytes));
+        return;
+    }
     if (timeout > j->app->cfg->max_timeout_ms) {
         mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: timeoutMs %llu is above "
                                         "--max-timeout-ms %llu", (unsigned long long)timeout,
@@ -413,10 +420,8 @@ void mcp_tool_write_file(struct mcp_job *j)
     char rel[FILES_PATH_MAX + 1] = "", err[256];
     struct cmd *c = NULL;
     int bad = 0;
-    if (strlen(json_string_value(content)) != json_string_length(content))
-        mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: content has a NUL byte "
-                                        "(write_file writes text)"));
-    else if ((bad = files_normalize(path, rel, sizeof rel, err, sizeof err)) || !rel[0])
+    /* a NUL in content or path was refused with the arguments (api_mcp_tools.c) */
+    if ((bad = files_normalize(path, rel, sizeof rel, err, sizeof err)) || !rel[0])
         mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: %s",
                                         bad ? err : "the workspace itself is no file"));
     else if (!(c = calloc(1, sizeof *c)))

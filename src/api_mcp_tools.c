@@ -192,6 +192,10 @@ static int check_args(const struct tool *t, const json_t *args, char *err, size_
                      a->type == ARG_STRING ? "a string" : "a non-negative integer");
             return -1;
         }
+        if (a->type == ARG_STRING && strlen(json_string_value(v)) != json_string_length(v)) {
+            snprintf(err, errlen, "%s: '%s' has a NUL byte", t->name, k);
+            return -1;
+        }
     }
     for (const struct tool_arg *a = t->args; a->name; a++)
         if (a->required && !json_object_get(args, a->name)) {
