@@ -159,8 +159,8 @@ static void send_message(http_req *req, int status, json_t *j, bool sse, const c
 
 static json_t *error_message(const json_t *id, int code, const char *msg)
 {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                     id ? id : json_null(), "error", "code", code, "message", msg);
+    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                     "error", "code", code, "message", msg);
 }
 
 static void rpc_error(http_req *req, int status, const json_t *id, int code, const char *fmt, ...)
@@ -177,8 +177,9 @@ static void rpc_error(http_req *req, int status, const json_t *id, int code, con
 
 static void rpc_result(http_req *req, const json_t *id, json_t *result, const char *sid)
 {
-    send_message(req, 200, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result),
-                 false, sid);
+    send_message(req, 200,
+                 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result), false,
+                 sid);
 }
 
 const char *mcp_call_session(const mcp_call *call)

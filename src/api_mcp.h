@@ -26,8 +26,8 @@ enum {
     MCP_METHOD_NOT_FOUND = -32601,
     MCP_INVALID_PARAMS = -32602,
     MCP_INTERNAL_ERROR = -32603,
-    MCP_SERVER_LIMIT = -32000,     /* --mcp-max-sessions reached; missing session header */
-    MCP_SESSION_UNKNOWN = -32001,  /* no such session (never made, ended or expired) */
+    MCP_SERVER_LIMIT = -32000,    /* --mcp-max-sessions reached; missing session header */
+    MCP_SESSION_UNKNOWN = -32001, /* no such session (never made, ended or expired) */
 };
 
 typedef struct mcp_call mcp_call;

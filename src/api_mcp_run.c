@@ -99,8 +99,8 @@ static void add_result(json_t *content, const json_t *res)
     for (size_t i = 0; i < sizeof IMAGES / sizeof IMAGES[0]; i++) {
         const json_t *d = json_object_get(res, IMAGES[i].key);
         if (json_is_string(d)) {
-            json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image", "data",
-                                                     d, "mimeType", IMAGES[i].mime));
+            json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image", "data", d,
+                                                     "mimeType", IMAGES[i].mime));
             return;
         }
     }
@@ -149,13 +149,14 @@ static void run_end(void *arg, const struct ctx_run_end *e)
     if (e->error)
         add_error(content, e->error);
     if (r->cut)
-        add_text(content, NULL, "[output truncated: --max-output-bytes or the sandbox's buffer "
-                 "budget]", 69);
+        add_text(content, NULL,
+                 "[output truncated: --max-output-bytes or the sandbox's buffer "
+                 "budget]",
+                 69);
     json_t *out = json_pack("{s:o, s:b, s:{s:s, s:s, s:i, s:b, s:O?}}", "content", content,
                             "isError", e->error != NULL, "structuredContent", "contextId",
                             e->context_id, "executionId", e->run_id, "executionCount",
-                            e->exec_count, "statePreserved", e->state_preserved, "error",
-                            e->error);
+                            e->exec_count, "statePreserved", e->state_preserved, "error", e->error);
     mcp_job_done(r->job, out);
     budget_release(r->bg, r->charged);
     buf_free(&r->out);
@@ -181,8 +182,10 @@ static struct context *pick_context(struct mcp_job *j, int lang)
     if (cid) {
         struct context *c = ctx_find(sb, cid);
         if (!c)
-            mcp_job_done(j, mcp_text_result(true, "CONTEXT_NOT_FOUND: context '%.64s' is not "
-                                            "in sandbox '%s'", cid, sb->id));
+            mcp_job_done(j, mcp_text_result(true,
+                                            "CONTEXT_NOT_FOUND: context '%.64s' is not "
+                                            "in sandbox '%s'",
+                                            cid, sb->id));
         return c;
     }
     const char *mine = mcp_session_context(sid, sb->id, lang);
@@ -191,8 +194,8 @@ static struct context *pick_context(struct mcp_job *j, int lang)
         return c;
     api_update_langs(j->app);
     if (!j->app->langs[lang].available) {
-        mcp_job_done(j, mcp_text_result(true, "LANGUAGE_UNAVAILABLE: %s",
-                                        j->app->langs[lang].reason));
+        mcp_job_done(j,
+                     mcp_text_result(true, "LANGUAGE_UNAVAILABLE: %s", j->app->langs[lang].reason));
         return NULL;
     }
     if (ctx_create(sb, (enum ctx_lang)lang, "/workspace", NULL, false, &c, err, sizeof err)) {
@@ -212,20 +215,25 @@ void mcp_tool_run_code(struct mcp_job *j)
     uint64_t timeout = t ? (uint64_t)json_integer_value(t) : j->sb->limits.timeout_ms;
     int lang = ctx_parse_lang(lang_s ? lang_s : "python");
     if (lang < 0) {
-        mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: language '%.32s' is not "
-                                        "supported (python, javascript, typescript)", lang_s));
+        mcp_job_done(j, mcp_text_result(true,
+                                        "VALIDATION_FAILED: language '%.32s' is not "
+                                        "supported (python, javascript, typescript)",
+                                        lang_s));
         return;
     }
     size_t clen = json_string_length(json_object_get(j->args, "code"));
     if (clen > j->app->cfg->max_code_bytes) {
-        mcp_job_done(j, mcp_text_result(true, "PAYLOAD_TOO_LARGE: code is %zu bytes, more than "
-                                        "--max-code-bytes %llu", clen,
-                                        (unsigned long long)j->app->cfg->max_code_bytes));
+        mcp_job_done(j, mcp_text_result(true,
+                                        "PAYLOAD_TOO_LARGE: code is %zu bytes, more than "
+                                        "--max-code-bytes %llu",
+                                        clen, (unsigned long long)j->app->cfg->max_code_bytes));
         return;
     }
     if (timeout > j->app->cfg->max_timeout_ms) {
-        mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: timeoutMs %llu is above "
-                                        "--max-timeout-ms %llu", (unsigned long long)timeout,
+        mcp_job_done(j, mcp_text_result(true,
+                                        "VALIDATION_FAILED: timeoutMs %llu is above "
+                                        "--max-timeout-ms %llu",
+                                        (unsigned long long)timeout,
                                         (unsigned long long)j->app->cfg->max_timeout_ms));
         return;
     }
@@ -236,8 +244,10 @@ void mcp_tool_run_code(struct mcp_job *j)
     ctx_get_info(c, &i);
     struct run *r = i.state == CTX_DEAD ? NULL : calloc(1, sizeof *r);
     if (!r) {
-        mcp_job_done(j, mcp_text_result(true, "CONFLICT: context '%s' is dead (its process "
-                                        "could not start)", i.id));
+        mcp_job_done(j, mcp_text_result(true,
+                                        "CONFLICT: context '%s' is dead (its process "
+                                        "could not start)",
+                                        i.id));
         return;
     }
     r->job = j;
@@ -285,7 +295,7 @@ static int cmd_event(cmd_sink *s, const char *type, const char *json, size_t len
 static int cmd_text(cmd_sink *s, const char *type, esc_carry *carry, const void *data, size_t n,
                     bool final)
 {
-    (void)s, (void)type, (void)carry, (void)data, (void)n, (void)final;
+    (void)s, (void)type, (void)carry, (void)data, (void)n, (void) final;
     return 0;
 }
 
@@ -336,10 +346,10 @@ static void cmd_answer(cmd_sink *s, char *json, size_t len)
 
 static void cmd_failed(cmd_sink *s, int rc, const char *cwd, const char *msg)
 {
-    mcp_job_done(CMD(s)->job, mcp_text_result(true, "%s: cannot start the command in %s: %s",
-                                              rc == -EBUSY || rc == -EAGAIN ? "LIMIT_REACHED"
-                                                                            : "INTERNAL_ERROR",
-                                              cwd, msg));
+    mcp_job_done(CMD(s)->job,
+                 mcp_text_result(true, "%s: cannot start the command in %s: %s",
+                                 rc == -EBUSY || rc == -EAGAIN ? "LIMIT_REACHED" : "INTERNAL_ERROR",
+                                 cwd, msg));
     free(s);
 }
 
@@ -404,7 +414,8 @@ void mcp_tool_exec(struct mcp_job *j)
     if (api_cmd_parse(j->args, j->app->cfg, &req, err, sizeof err))
         mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: %s", err));
     else if (o.timeout_ms > j->app->cfg->max_timeout_ms)
-        mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: timeoutMs is above "
+        mcp_job_done(j, mcp_text_result(true,
+                                        "VALIDATION_FAILED: timeoutMs is above "
                                         "--max-timeout-ms %llu",
                                         (unsigned long long)j->app->cfg->max_timeout_ms));
     else if (!(c = calloc(1, sizeof *c)))

@@ -43,10 +43,15 @@ struct tool_arg {
     const char *description;
 };
 
-#define ARG_SANDBOX                                                                          \
-    { "sandbox", ARG_STRING, false,                                                          \
-      "Sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62}); made on first use. Default: default" }
-#define ARG_END { NULL, ARG_STRING, false, NULL }
+#define ARG_SANDBOX                                                                             \
+    {                                                                                           \
+        "sandbox", ARG_STRING, false,                                                           \
+            "Sandbox id ([A-Za-z0-9][A-Za-z0-9._-]{0,62}); made on first use. Default: default" \
+    }
+#define ARG_END                       \
+    {                                 \
+        NULL, ARG_STRING, false, NULL \
+    }
 
 static const struct tool_arg RUN_CODE_ARGS[] = {
     { "code", ARG_STRING, true, "The code of one cell" },
@@ -71,7 +76,8 @@ static const struct tool_arg READ_ARGS[] = {
     ARG_END,
 };
 static const struct tool_arg WRITE_ARGS[] = {
-    { "path", ARG_STRING, true, "File path (relative paths are under /workspace); parents are made" },
+    { "path", ARG_STRING, true,
+      "File path (relative paths are under /workspace); parents are made" },
     { "content", ARG_STRING, true, "The file's new content (UTF-8 text)" },
     ARG_SANDBOX,
     ARG_END,
@@ -151,13 +157,13 @@ static json_t *input_schema(const struct tool_arg *args)
     for (const struct tool_arg *a = args; a->name; a++) {
         json_object_set_new(props, a->name,
                             json_pack("{s:s, s:s}", "type",
-                                      a->type == ARG_STRING ? "string" : "integer",
-                                      "description", a->description));
+                                      a->type == ARG_STRING ? "string" : "integer", "description",
+                                      a->description));
         if (a->required)
             json_array_append_new(req, json_string(a->name));
     }
-    return json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props, "required",
-                     req, "additionalProperties", 0);
+    return json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props, "required", req,
+                     "additionalProperties", 0);
 }
 
 json_t *mcp_tools_list(void)
@@ -165,8 +171,8 @@ json_t *mcp_tools_list(void)
     json_t *arr = json_array();
     for (size_t i = 0; i < sizeof TOOLS / sizeof TOOLS[0]; i++)
         json_array_append_new(arr, json_pack("{s:s, s:s, s:o}", "name", TOOLS[i].name,
-                                             "description", TOOLS[i].description,
-                                             "inputSchema", input_schema(TOOLS[i].args)));
+                                             "description", TOOLS[i].description, "inputSchema",
+                                             input_schema(TOOLS[i].args)));
     return json_pack("{s:o}", "tools", arr);
 }
 
@@ -216,8 +222,8 @@ static void created(sandbox *s, const char *id, int rc, const char *err, void *a
     struct mcp_job *j = pd->job;
     if (rc) {
         log_error("sandbox %s: cannot create: %s", id, err);
-        mcp_job_done(j, mcp_text_result(true, "INTERNAL_ERROR: cannot create sandbox '%s': %s",
-                                        id, err && err[0] ? err : strerror(-rc)));
+        mcp_job_done(j, mcp_text_result(true, "INTERNAL_ERROR: cannot create sandbox '%s': %s", id,
+                                        err && err[0] ? err : strerror(-rc)));
     } else {
         j->sb = s;
         pd->tool->run(j);
@@ -244,10 +250,10 @@ static void with_sandbox(struct mcp_job *j, const struct tool *t, const char *id
             return;
         free(pd);
     }
-    mcp_job_done(j, mcp_text_result(true, "%s: cannot create sandbox '%s': %s",
-                                    rc == -EMFILE || rc == -EBUSY ? "LIMIT_REACHED"
-                                                                  : "INTERNAL_ERROR",
-                                    id, err[0] ? err : strerror(-rc)));
+    mcp_job_done(j,
+                 mcp_text_result(true, "%s: cannot create sandbox '%s': %s",
+                                 rc == -EMFILE || rc == -EBUSY ? "LIMIT_REACHED" : "INTERNAL_ERROR",
+                                 id, err[0] ? err : strerror(-rc)));
 }
 
 void mcp_tools_call(struct app *app, const json_t *params, mcp_call *call)
@@ -311,8 +317,10 @@ static json_t *errno_result(int rc, const char *shown)
     if (rc == -ENOENT || rc == -ENOTDIR)
         return mcp_text_result(true, "FILE_NOT_FOUND: '%s' does not exist", shown);
     if (rc == -ELOOP || rc == -EXDEV)
-        return mcp_text_result(true, "VALIDATION_FAILED: '%s' goes through a symbolic link or "
-                               "leaves the workspace", shown);
+        return mcp_text_result(true,
+                               "VALIDATION_FAILED: '%s' goes through a symbolic link or "
+                               "leaves the workspace",
+                               shown);
     return mcp_text_result(true, "INTERNAL_ERROR: '%s': %s", shown, strerror(-rc));
 }
 
@@ -367,9 +375,10 @@ static void tool_read_file(struct mcp_job *j)
         r = mcp_text_result(true, "VALIDATION_FAILED: '%s' is not a regular file%s", shown,
                             S_ISDIR(st.st_mode) ? " (use list_files)" : "");
     else if ((uint64_t)st.st_size > cap)
-        r = mcp_text_result(true, "PAYLOAD_TOO_LARGE: '%s' is %lld bytes, more than "
-                            "--mcp-max-read-bytes %llu", shown, (long long)st.st_size,
-                            (unsigned long long)cap);
+        r = mcp_text_result(true,
+                            "PAYLOAD_TOO_LARGE: '%s' is %lld bytes, more than "
+                            "--mcp-max-read-bytes %llu",
+                            shown, (long long)st.st_size, (unsigned long long)cap);
     if (r) {
         close(fd);
         mcp_job_done(j, r);
@@ -400,8 +409,10 @@ static void tool_list_files(struct mcp_job *j)
         if (fd >= 0)
             close(fd);
         mcp_job_done(j, fd < 0 ? errno_result(fd, shown)
-                               : mcp_text_result(true, "VALIDATION_FAILED: '%s' is not a "
-                                                 "directory", shown));
+                               : mcp_text_result(true,
+                                                 "VALIDATION_FAILED: '%s' is not a "
+                                                 "directory",
+                                                 shown));
         return;
     }
     json_t *entries = json_array();
@@ -431,9 +442,9 @@ static void tool_list_files(struct mcp_job *j)
     closedir(dir);
     if (truncated)
         buf_printf(&text, "(truncated at --max-list-entries %zu)\n", max);
-    json_t *r = json_pack("{s:[{s:s, s:s%}], s:{s:s, s:o, s:b}}", "content", "type", "text",
-                          "text", text.data ? text.data : "", text.len, "structuredContent",
-                          "path", shown, "entries", entries, "truncated", truncated);
+    json_t *r = json_pack("{s:[{s:s, s:s%}], s:{s:s, s:o, s:b}}", "content", "type", "text", "text",
+                          text.data ? text.data : "", text.len, "structuredContent", "path", shown,
+                          "entries", entries, "truncated", truncated);
     buf_free(&text);
     mcp_job_done(j, r);
 }
@@ -456,10 +467,10 @@ static json_t *contexts_result(json_t *list, const char *sandbox_id)
     size_t i;
     json_t *c;
     buf_printf(&text, "%zu context(s) in sandbox '%s'\n", json_array_size(list), sandbox_id);
-    json_array_foreach(list, i, c) buf_printf(
-        &text, "%s\t%s\t%s\n", json_string_value(json_object_get(c, "id")),
-        json_string_value(json_object_get(c, "language")),
-        json_string_value(json_object_get(c, "state")));
+    json_array_foreach(list, i, c)
+        buf_printf(&text, "%s\t%s\t%s\n", json_string_value(json_object_get(c, "id")),
+                   json_string_value(json_object_get(c, "language")),
+                   json_string_value(json_object_get(c, "state")));
     json_t *r = json_pack("{s:[{s:s, s:s%}], s:{s:o}}", "content", "type", "text", "text",
                           text.data, text.len, "structuredContent", "contexts", list);
     buf_free(&text);
@@ -491,11 +502,13 @@ static void tool_create_context(struct mcp_job *j)
     struct context *c = NULL;
     api_update_langs(j->app);
     if (lang < 0)
-        mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: language '%.32s' is not "
-                                        "supported (python, javascript, typescript)", lang_s));
+        mcp_job_done(j, mcp_text_result(true,
+                                        "VALIDATION_FAILED: language '%.32s' is not "
+                                        "supported (python, javascript, typescript)",
+                                        lang_s));
     else if (!j->app->langs[lang].available)
-        mcp_job_done(j, mcp_text_result(true, "LANGUAGE_UNAVAILABLE: %s",
-                                        j->app->langs[lang].reason));
+        mcp_job_done(j,
+                     mcp_text_result(true, "LANGUAGE_UNAVAILABLE: %s", j->app->langs[lang].reason));
     else if (sbx_resolve_cwd(cwd_in, cwd, sizeof cwd, err, sizeof err))
         mcp_job_done(j, mcp_text_result(true, "VALIDATION_FAILED: %s", err));
     else if (ctx_create(j->sb, (enum ctx_lang)lang, cwd, NULL, false, &c, err, sizeof err))
