@@ -30,6 +30,7 @@
 #include "context.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sse.h"
 #include "stamp.h"
 
 /* The revisions understood, newest first: a client asking for another gets the first. */
@@ -55,12 +56,26 @@ struct mcp_session {
 static struct mcp_session *sessions;
 static size_t nsessions;
 
+/* A tools/call in flight: answered once (call_finish), listed meanwhile so that a
+ * notifications/cancelled of its session can reach it. */
 struct mcp_call {
+    struct mcp_call *next;
     http_req *req;
     json_t *id;
     char session[40];
-    bool sse;
+    bool sse; /* the answer streams: stream was begun when the call came */
+    sse stream;
+    json_t *progress_token; /* params._meta.progressToken, or NULL */
+    int progress;
+    void (*cancel)(void *arg); /* set by the tool while something runs */
+    void *cancel_arg;
 };
+
+static struct mcp_call *calls;
+
+/* Progress notifications are advisory: while this much is queued for the client and not
+ * taken, they are skipped rather than buffered (the result carries all output). */
+#define PROGRESS_QUEUE_CAP 262144
 
 /* ---- sessions ---- */
 
@@ -132,29 +147,18 @@ int mcp_session_remember(const char *sid, const char *sbx_id, int lang, const ch
 
 /* ---- answers ---- */
 
-/* Send one JSON-RPC message (j, handed over) as the answer to req. */
-static void send_message(http_req *req, int status, json_t *j, bool sse, const char *sid)
+/* Send one JSON-RPC message (j, handed over) as the JSON answer to req. */
+static void send_message(http_req *req, int status, json_t *j, const char *sid)
 {
     char hdr[128] = "";
     if (sid && sid[0])
         snprintf(hdr, sizeof hdr, "Mcp-Session-Id: %s\r\n", sid);
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    if (!s) {
-        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
-        return;
-    }
-    if (!sse) {
+    if (s)
         http_respond_take(req, status, "application/json", s, strlen(s), hdr);
-        return;
-    }
-    buf b;
-    buf_init(&b, strlen(s) + 64);
-    buf_printf(&b, "event: message\nid: 1\ndata: %s\n\n", s);
-    free(s);
-    if (http_stream_begin(req, status, "text/event-stream", hdr) == 0 || b.len)
-        http_stream_end_with(req, b.data, b.len);
-    buf_free(&b);
+    else
+        http_respond_error(req, 500, "INTERNAL_ERROR", "out of memory");
 }
 
 static json_t *error_message(const json_t *id, int code, const char *msg)
@@ -172,14 +176,13 @@ static void rpc_error(http_req *req, int status, const json_t *id, int code, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    send_message(req, status, error_message(id, code, msg), false, NULL);
+    send_message(req, status, error_message(id, code, msg), NULL);
 }
 
 static void rpc_result(http_req *req, const json_t *id, json_t *result, const char *sid)
 {
     send_message(req, 200,
-                 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result), false,
-                 sid);
+                 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result), sid);
 }
 
 const char *mcp_call_session(const mcp_call *call)
@@ -187,15 +190,39 @@ const char *mcp_call_session(const mcp_call *call)
     return call->session;
 }
 
-void mcp_call_done(mcp_call *call, json_t *result)
+/* Send m (handed over) as the call's answer, unlist and free the call. */
+static void call_finish(mcp_call *call, json_t *m)
 {
-    json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", call->id, "result", result);
+    for (struct mcp_call **pp = &calls; *pp; pp = &(*pp)->next)
+        if (*pp == call) {
+            *pp = call->next;
+            break;
+        }
     struct mcp_session *s = session_find(call->session);
     if (s)
         s->last_ms = stamp_now_ms();
-    send_message(call->req, 200, m, call->sse, NULL);
+    call->req->on_abort = NULL;
+    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    if (!call->sse && txt)
+        http_respond_take(call->req, 200, "application/json", txt, strlen(txt), NULL);
+    else if (!call->sse)
+        http_respond_error(call->req, 500, "INTERNAL_ERROR", "out of memory");
+    if (call->sse) {
+        if (txt)
+            sse_event(&call->stream, "message", txt, strlen(txt));
+        free(txt);
+        sse_end(&call->stream);
+    }
     json_decref(call->id);
+    json_decref(call->progress_token);
     free(call);
+}
+
+void mcp_call_done(mcp_call *call, json_t *result)
+{
+    call_finish(call,
+                json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", call->id, "result", result));
 }
 
 void mcp_call_fail(mcp_call *call, int code, const char *fmt, ...)
@@ -205,9 +232,48 @@ void mcp_call_fail(mcp_call *call, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    send_message(call->req, 200, error_message(call->id, code, msg), call->sse, NULL);
-    json_decref(call->id);
-    free(call);
+    call_finish(call, error_message(call->id, code, msg));
+}
+
+void mcp_call_on_cancel(mcp_call *call, void (*fn)(void *arg), void *arg)
+{
+    call->cancel = fn;
+    call->cancel_arg = arg;
+}
+
+void mcp_call_progress(mcp_call *call, const char *text)
+{
+    if (!call->sse || !call->progress_token || call->req->aborted ||
+        http_queued(call->req) > PROGRESS_QUEUE_CAP)
+        return;
+    json_t *m = json_pack("{s:s, s:s, s:{s:O, s:i, s:s}}", "jsonrpc", "2.0", "method",
+                          "notifications/progress", "params", "progressToken", call->progress_token,
+                          "progress", ++call->progress, "message", text);
+    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    if (txt)
+        sse_event(&call->stream, "message", txt, strlen(txt));
+    free(txt);
+}
+
+/* The client went away: stop what the call runs (its answer will be discarded). */
+static void call_aborted(http_req *req, void *arg)
+{
+    (void)req;
+    mcp_call *call = arg;
+    if (call->cancel)
+        call->cancel(call->cancel_arg);
+}
+
+/* notifications/cancelled {"requestId"}: cancel that call of session sid, if in flight. */
+static void cancel_request(const char *sid, const json_t *params)
+{
+    const json_t *rid = json_object_get(params, "requestId");
+    for (struct mcp_call *c = calls; c && rid; c = c->next)
+        if (strcmp(c->session, sid) == 0 && json_equal(c->id, rid) && c->cancel) {
+            c->cancel(c->cancel_arg);
+            return;
+        }
 }
 
 /* ---- methods ---- */
@@ -265,8 +331,17 @@ static void do_call(struct app *app, http_req *req, const json_t *id, const json
     }
     call->req = req;
     call->id = json_deep_copy(id);
-    call->sse = req->want_sse;
     snprintf(call->session, sizeof call->session, "%s", s->id);
+    const json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (json_is_string(tok) || json_is_integer(tok))
+        call->progress_token = json_incref((json_t *)tok);
+    call->next = calls;
+    calls = call;
+    req->on_abort = call_aborted;
+    req->cb_arg = call;
+    /* streamed: the stream's heartbeats keep a long run's connection alive, and progress
+     * notifications can go out before the answer */
+    call->sse = req->want_sse && sse_begin(&call->stream, req) >= 0;
     mcp_tools_call(app, params, call);
 }
 
@@ -336,6 +411,8 @@ static void handle(struct app *app, http_req *req, const json_t *m)
         struct mcp_session *s = need_session(req, id);
         if (!s)
             return;
+        if (!id && strcmp(json_string_value(method), "notifications/cancelled") == 0)
+            cancel_request(s->id, json_object_get(m, "params"));
         if (!id || is_response) /* notifications (initialized, cancelled …) and responses */
             http_respond(req, 202, "application/json", NULL, 0, NULL);
         else

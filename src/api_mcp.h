@@ -40,6 +40,13 @@ void mcp_call_done(mcp_call *call, json_t *result);
 void mcp_call_fail(mcp_call *call, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* While something of the call runs: fn(arg) stops it (the client went away, or sent
+ * notifications/cancelled for it); the tool still answers. Cleared by answering. */
+void mcp_call_on_cancel(mcp_call *call, void (*fn)(void *arg), void *arg);
+/* Send text (UTF-8) as a notifications/progress message before the answer, when the call
+ * streams and asked for progress (params._meta.progressToken); else nothing. */
+void mcp_call_progress(mcp_call *call, const char *text);
+
 /* The context id the session uses by default in sandbox for lang (enum ctx_lang), or
  * NULL when it has none (or the session is gone). */
 const char *mcp_session_context(const char *sid, const char *sbx_id, int lang);

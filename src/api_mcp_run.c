@@ -62,6 +62,7 @@ static void add_text(json_t *content, const char *prefix, const char *data, size
 
 struct run {
     struct mcp_job *job;
+    struct ctx_run *run;
     budget *bg;
     buf out, err;
     json_t *results;
@@ -74,6 +75,10 @@ static int run_output(void *arg, bool is_err, const char *data, size_t n)
     struct run *r = arg;
     if (buf_append(is_err ? &r->err : &r->out, data, n))
         r->cut = true;
+    json_t *t = text_of(data, n); /* a sequence cut between chunks is left out here only */
+    if (t && json_string_length(t))
+        mcp_call_progress(r->job->call, json_string_value(t));
+    json_decref(t);
     return 0;
 }
 
@@ -135,9 +140,17 @@ static void add_error(json_t *content, const json_t *e)
     buf_free(&b);
 }
 
+/* The client went away or cancelled: interrupt (SIGINT, the state is kept). */
+static void run_cancel(void *arg)
+{
+    struct run *r = arg;
+    ctx_run_interrupt(r->run);
+}
+
 static void run_end(void *arg, const struct ctx_run_end *e)
 {
     struct run *r = arg;
+    mcp_call_on_cancel(r->job->call, NULL, NULL);
     json_t *content = json_array();
     if (r->out.len)
         add_text(content, NULL, r->out.data, r->out.len);
@@ -257,7 +270,10 @@ void mcp_tool_run_code(struct mcp_job *j)
     buf_init(&r->err, j->app->cfg->max_output_bytes);
     buf_set_budget(&r->out, r->bg);
     buf_set_budget(&r->err, r->bg);
-    if (!ctx_run_queue(c, json_object_get(j->args, "code"), NULL, timeout, &MCP_RUN_SINK, r)) {
+    r->run = ctx_run_queue(c, json_object_get(j->args, "code"), NULL, timeout, &MCP_RUN_SINK, r);
+    if (r->run) {
+        mcp_call_on_cancel(j->call, run_cancel, r);
+    } else {
         buf_free(&r->out);
         buf_free(&r->err);
         budget_unref(r->bg);
@@ -382,6 +398,12 @@ static const struct cmd_sink_ops MCP_CMD_OPS = {
     .wait_drain = cmd_wait_drain,
 };
 
+/* The client went away or cancelled: the command is killed (its answer still comes). */
+static void cmd_cancel(void *arg)
+{
+    exec_abort(arg);
+}
+
 /* Start o's command with a collecting sink (c, handed over). */
 static void cmd_start(struct mcp_job *j, struct cmd *c, const struct exec_opts *o)
 {
@@ -390,8 +412,10 @@ static void cmd_start(struct mcp_job *j, struct cmd *c, const struct exec_opts *
     c->sink.ops = &MCP_CMD_OPS;
     c->job = j;
     int rc = exec_start(j->sb, j->app->cfg, o, &c->sink, &run, err, sizeof err);
-    if (rc == 0)
+    if (rc == 0) {
+        mcp_call_on_cancel(j->call, cmd_cancel, run); /* the call ends before the run */
         return;
+    }
     free(c);
     mcp_job_done(j, mcp_text_result(true, "%s: cannot start the command: %s",
                                     rc == EXEC_NO_ROOM ? "LIMIT_REACHED" : "INTERNAL_ERROR",

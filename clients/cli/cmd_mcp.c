@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +31,43 @@ struct fwd {
     char session[128];
     buf body;
     char ctype[128];
+    char version[32]; /* the protocol revision initialize agreed on, "" before */
+    bool in_event;    /* an SSE event's data is being printed */
 };
 
+/* One line of an SSE body: a data line is printed (an event's data lines joined), the
+ * blank line that ends an event ends its line on stdout. */
+static void sse_line(struct fwd *f, const char *p, size_t ll)
+{
+    if (ll && p[ll - 1] == '\r')
+        ll--;
+    if (ll == 0 && f->in_event) {
+        putchar('\n');
+        fflush(stdout);
+        f->in_event = false;
+    } else if (ll >= 5 && strncmp(p, "data:", 5) == 0) {
+        size_t skip = ll > 5 && p[5] == ' ' ? 6 : 5;
+        fwrite(p + skip, 1, ll - skip, stdout);
+        f->in_event = true;
+    }
+}
+
+/* The body as it arrives: an event stream is passed on event by event (progress
+ * notifications reach the agent while the call runs); anything else is kept whole. */
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     struct fwd *f = ud;
-    return buf_append(&f->body, p, size * n) ? 0 : size * n;
+    if (buf_append(&f->body, p, size * n))
+        return 0;
+    if (strncasecmp(f->ctype, "text/event-stream", 17) != 0)
+        return size * n;
+    char *nl;
+    while (f->body.len && (nl = memchr(f->body.data, '\n', f->body.len))) {
+        size_t ll = (size_t)(nl - f->body.data);
+        sse_line(f, f->body.data, ll);
+        buf_consume(&f->body, ll + 1);
+    }
+    return size * n;
 }
 
 /* Keep Mcp-Session-Id and Content-Type of the answer. */
@@ -86,30 +118,6 @@ static void emit_error(const char *line, int code, const char *msg)
     json_decref(m);
 }
 
-/* Each `data:` payload of an SSE body, one line each (an event's data lines joined). */
-static void emit_sse(const char *p, size_t n)
-{
-    const char *end = p + n;
-    bool pending = false;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = (size_t)((nl ? nl : end) - p);
-        if (ll && p[ll - 1] == '\r')
-            ll--;
-        if (ll == 0 && pending) {
-            putchar('\n');
-            pending = false;
-        } else if (ll >= 5 && strncmp(p, "data:", 5) == 0) {
-            size_t skip = ll > 5 && p[5] == ' ' ? 6 : 5;
-            fwrite(p + skip, 1, ll - skip, stdout);
-            pending = true;
-        }
-        p = nl ? nl + 1 : end;
-    }
-    if (pending)
-        putchar('\n');
-}
-
 /* POST (or DELETE, line NULL) to /mcp; the answer in f. 0, or a curl code. */
 static CURLcode send_one(struct fwd *f, const char *method, const char *line)
 {
@@ -122,6 +130,10 @@ static CURLcode send_one(struct fwd *f, const char *method, const char *line)
     }
     if (f->session[0]) {
         snprintf(hdr, sizeof hdr, "Mcp-Session-Id: %s", f->session);
+        h = curl_slist_append(h, hdr);
+    }
+    if (f->version[0]) {
+        snprintf(hdr, sizeof hdr, "MCP-Protocol-Version: %s", f->version);
         h = curl_slist_append(h, hdr);
     }
     buf_reset(&f->body);
@@ -140,6 +152,20 @@ static CURLcode send_one(struct fwd *f, const char *method, const char *line)
     return rc;
 }
 
+/* After initialize: the revision agreed on, sent on every later request as the
+ * transport asks. */
+static void note_version(struct fwd *f)
+{
+    if (f->version[0])
+        return;
+    json_t *m = json_loadb(f->body.data, f->body.len, 0, NULL);
+    const char *v =
+        json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion"));
+    if (v && strlen(v) < sizeof f->version)
+        snprintf(f->version, sizeof f->version, "%s", v);
+    json_decref(m);
+}
+
 /* Forward one message and print what came back. */
 static void forward(struct fwd *f, const char *line)
 {
@@ -152,10 +178,15 @@ static void forward(struct fwd *f, const char *line)
                  curl_easy_strerror(rc));
         emit_error(line, -32603, msg);
     } else if (strncasecmp(f->ctype, "text/event-stream", 17) == 0) {
-        emit_sse(f->body.data ? f->body.data : "", f->body.len);
+        if (f->body.len) /* a last line without its newline */
+            sse_line(f, f->body.data, f->body.len);
+        if (f->in_event)
+            putchar('\n');
+        f->in_event = false;
     } else if (f->body.len && f->body.data && strstr(f->body.data, "\"jsonrpc\"")) {
         fwrite(f->body.data, 1, f->body.len, stdout);
         putchar('\n');
+        note_version(f);
     } else if (status >= 300) {
         snprintf(msg, sizeof msg, "HTTP %ld from sandboxd: %.400s", status,
                  f->body.data ? f->body.data : "");

@@ -43,6 +43,27 @@ for (const transport of ["http", "stdio"]) {
       assert.equal(r2.structuredContent.contextId, r.structuredContent.contextId);
     });
 
+    test("run_code streams its output as progress notifications", async () => {
+      const seen = [];
+      const r = await c.callTool({ name: "run_code", arguments: { sandbox,
+        code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.2)" } },
+      undefined, { onprogress: (p) => seen.push(p.message) });
+      assert.equal(texts(r), "tick 0\ntick 1\ntick 2\n");
+      assert.equal(seen.join(""), "tick 0\ntick 1\ntick 2\n");
+    });
+
+    if (transport === "http") {
+      test("an aborted call interrupts its run (notifications/cancelled); the state is kept", async () => {
+        const ac = new AbortController();
+        const p = c.callTool({ name: "run_code", arguments: { sandbox,
+          code: "import time\nprint('started', flush=True)\ntime.sleep(600)" } },
+        undefined, { signal: ac.signal, onprogress: (m) => { if (m.message.includes("started")) ac.abort(); } });
+        await assert.rejects(p, /abort/i);
+        const r = await c.callTool({ name: "run_code", arguments: { code: "x", sandbox } });
+        assert.equal(texts(r), "40");
+      });
+    }
+
     test("a matplotlib figure is image content (PNG)", async () => {
       const r = await c.callTool({ name: "run_code", arguments: { sandbox,
         code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()" } });
