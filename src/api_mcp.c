@@ -235,6 +235,11 @@ void mcp_call_fail(mcp_call *call, int code, const char *fmt, ...)
     call_finish(call, error_message(call->id, code, msg));
 }
 
+void mcp_call_set_budget(mcp_call *call, struct budget *bg)
+{
+    http_req_set_budget(call->req, bg);
+}
+
 void mcp_call_on_cancel(mcp_call *call, void (*fn)(void *arg), void *arg)
 {
     call->cancel = fn;

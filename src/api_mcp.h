@@ -40,6 +40,10 @@ void mcp_call_done(mcp_call *call, json_t *result);
 void mcp_call_fail(mcp_call *call, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* From now on the call's response bytes queued for the client are charged to bg (the
+ * sandbox's budget, budget.h), as /v1's are. */
+struct budget;
+void mcp_call_set_budget(mcp_call *call, struct budget *bg);
 /* While something of the call runs: fn(arg) stops it (the client went away, or sent
  * notifications/cancelled for it); the tool still answers. Cleared by answering. */
 void mcp_call_on_cancel(mcp_call *call, void (*fn)(void *arg), void *arg);

@@ -226,6 +226,7 @@ static void created(sandbox *s, const char *id, int rc, const char *err, void *a
                                         err && err[0] ? err : strerror(-rc)));
     } else {
         j->sb = s;
+        mcp_call_set_budget(j->call, s->budget);
         pd->tool->run(j);
     }
     free(pd);
@@ -237,6 +238,7 @@ static void with_sandbox(struct mcp_job *j, const struct tool *t, const char *id
     sandbox *s = sbx_find(id);
     if (s) {
         j->sb = s;
+        mcp_call_set_budget(j->call, s->budget);
         t->run(j);
         return;
     }
