@@ -10,8 +10,15 @@ does) and its default context, warmed up; native: POST /v1/sandboxes/mcp/execute
 answer is one SSE message, as the SDK's client gets it) on its own keep-alive connection,
 read to the end. The two alternate call by call so load on the shared machine hits both
 alike; medians and p99 in ms, and the ratio MCP / native (goal: at most 1.2).
+
+A second pair uses the official SDK's client (bench/bench_mcp_sdk.mjs, the pinned
+@modelcontextprotocol/sdk of tests/compat/mcp): `client.callTool(run_code 1+1)` over
+StreamableHTTPClientTransport vs native execute through Node's fetch, alternating, same
+daemon: what an agent written against the SDK sees.
 """
 import json
+import os
+import subprocess
 import time
 
 from client import Http
@@ -59,6 +66,24 @@ def _sender(port, raw, check):
     return send
 
 
+def _sdk_samples(opts, n):
+    """The SDK pair on a daemon of its own: {"sdk": [...], "native": [...]}, or why not."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not os.path.isdir(os.path.join(here, "..", "tests", "compat", "mcp", "node_modules")):
+        return "tests/compat/mcp/node_modules is missing (scripts/install-deps)"
+    sec = Section("mcp-sdk", "", "")
+    proc, port = daemon(opts.build, sec)
+    try:
+        r = subprocess.run(["node", os.path.join(here, "bench_mcp_sdk.mjs"),
+                            "http://127.0.0.1:%d" % port, str(max(n // 4, 50))],
+                           capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            return "bench_mcp_sdk.mjs failed: %s" % r.stderr[-500:]
+        return json.loads(r.stdout)
+    finally:
+        stop(proc)
+
+
 def run(opts):
     sec = Section("mcp", "`run_code 1+1` through MCP (/mcp) vs native", __doc__)
     n = 200 if opts.quick else 2000
@@ -93,7 +118,15 @@ def run(opts):
             send.close()
         h.close()
         stop(proc)
+    sdk = _sdk_samples(opts, n)
     from common import median as med
+    if isinstance(sdk, dict):
+        q2 = med(sdk["sdk"]) / med(sdk["native"])
+        sec.row("`run_code 1+1` via the official MCP SDK client (Streamable HTTP)", sdk["sdk"], "ms",
+                "native /v1 execute via Node fetch", sdk["native"], target="≤ 1.2× native",
+                met=q2 <= 1.2)
+    else:
+        sec.note("SDK round trip not measured: %s" % sdk)
     base_label, mcp_label = sends[0][0], sends[1][0]
     q = med(samples[mcp_label]) / med(samples[base_label])
     sec.row("`run_code 1+1` via %s" % mcp_label, samples[mcp_label], "ms", base_label,
