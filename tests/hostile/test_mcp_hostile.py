@@ -203,3 +203,52 @@ def test_session_flood_and_expiry(make_daemon):
     r = post(d, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, ids[1])
     assert r[0] == 404 and rpc_code(r) == -32001
     assert len([init(d) for _ in range(3)]) == 3
+
+
+# ---- sbx mcp: stdio forwarded to /mcp ----
+
+def sbx_mcp(url, lines, token=None):
+    """Run `sbx mcp` with lines on stdin; returns (exit status, the JSON lines it wrote)."""
+    import os
+    import subprocess
+    from sbxtest import BUILD
+    env = dict(os.environ, SANDBOXD_URL=url)
+    env.pop("SANDBOXD_TOKEN", None)
+    if token:
+        env["SANDBOXD_TOKEN"] = token
+    p = subprocess.run([os.path.join(BUILD, "sbx"), "mcp"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, env=env, timeout=300)
+    return p.returncode, [json.loads(l) for l in p.stdout.splitlines()]
+
+
+def test_sbx_mcp_forwards_in_order_and_passes_errors_on(daemon):
+    rc, out = sbx_mcp("http://127.0.0.1:%d" % daemon.port, [
+        "this is not json",
+        json.dumps(INIT),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "",
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "run_code", "arguments": {"code": "1+1"}}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "nope"}),
+    ])
+    assert rc == 0
+    assert [m.get("id") for m in out] == [None, 1, 2, 3]  # the notification gets no line
+    assert out[0]["error"]["code"] == -32700
+    assert out[1]["result"]["protocolVersion"] == "2025-06-18"
+    assert out[2]["result"]["content"] == [{"type": "text", "text": "2"}]
+    assert out[3]["error"]["code"] == -32601
+
+
+def test_sbx_mcp_unreachable_daemon_is_a_jsonrpc_error():
+    rc, out = sbx_mcp("http://127.0.0.1:1", [json.dumps(INIT)])
+    assert rc == 0 and out[0]["id"] == 1 and out[0]["error"]["code"] == -32603
+    assert "unreachable" in out[0]["error"]["message"]
+
+
+def test_sbx_mcp_without_the_token(make_daemon):
+    d = make_daemon("--token", "s3cret")
+    url = "http://127.0.0.1:%d" % d.port
+    rc, out = sbx_mcp(url, [json.dumps(INIT)])
+    assert out[0]["error"]["code"] == -32603 and "HTTP 401" in out[0]["error"]["message"]
+    rc, out = sbx_mcp(url, [json.dumps(INIT)], token="s3cret")
+    assert out[0]["result"]["serverInfo"]["name"] == "sandboxd"
