@@ -232,11 +232,33 @@ def test_sbx_mcp_forwards_in_order_and_passes_errors_on(daemon):
         json.dumps({"jsonrpc": "2.0", "id": 3, "method": "nope"}),
     ])
     assert rc == 0
-    assert [m.get("id") for m in out] == [None, 1, 2, 3]  # the notification gets no line
-    assert out[0]["error"]["code"] == -32700
-    assert out[1]["result"]["protocolVersion"] == "2025-06-18"
-    assert out[2]["result"]["content"] == [{"type": "text", "text": "2"}]
-    assert out[3]["error"]["code"] == -32601
+    # the notification gets no line; a tools/call (its own thread) may be overtaken
+    assert [m.get("id") for m in out][:2] == [None, 1]
+    by_id = {m.get("id"): m for m in out}
+    assert sorted(by_id, key=str) == sorted([None, 1, 2, 3], key=str)
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
+    assert by_id[2]["result"]["content"] == [{"type": "text", "text": "2"}]
+    assert by_id[3]["error"]["code"] == -32601
+
+
+def test_sbx_mcp_a_long_call_does_not_hold_up_the_next_messages(daemon):
+    """The run waits for a file that only the last message makes: the ping after it must be
+    answered while it runs, or the run would never end."""
+    wait = ("import os, time\nwhile not os.path.exists('/workspace/go-sbx'):\n"
+            "    time.sleep(0.02)\n'released'")
+    rc, out = sbx_mcp("http://127.0.0.1:%d" % daemon.port, [
+        json.dumps(INIT),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "run_code", "arguments": {"code": wait}}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                    "params": {"name": "exec", "arguments": {"command": "touch /workspace/go-sbx"}}}),
+    ])
+    ids = [m["id"] for m in out]
+    assert rc == 0 and sorted(ids) == [1, 2, 3, 4]
+    assert ids.index(3) < ids.index(2)
+    assert {m["id"]: m for m in out}[2]["result"]["content"][0]["text"] == "'released'"
 
 
 def test_sbx_mcp_unreachable_daemon_is_a_jsonrpc_error():

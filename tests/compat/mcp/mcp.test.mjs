@@ -52,7 +52,7 @@ for (const transport of ["http", "stdio"]) {
       assert.equal(seen.join(""), "tick 0\ntick 1\ntick 2\n");
     });
 
-    if (transport === "http") {
+    {
       test("an aborted call interrupts its run (notifications/cancelled); the state is kept", async () => {
         const ac = new AbortController();
         const p = c.callTool({ name: "run_code", arguments: { sandbox,
