@@ -312,6 +312,7 @@ int cmd_mcp(sbx_client *c, const sbx_args *a)
 {
     struct shared sh = { .token = a->token }; /* --token, else $SANDBOXD_TOKEN (main.c) */
     snprintf(sh.url, sizeof sh.url, "%s/mcp", c->base);
+    json_object_seed(0); /* before any thread: jansson's hash seed is then set once */
     pthread_mutex_init(&sh.lock, NULL);
     pthread_cond_init(&sh.idle, NULL);
     char *line = NULL;
