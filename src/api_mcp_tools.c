@@ -418,14 +418,14 @@ static void tool_list_files(struct mcp_job *j)
         return;
     }
     json_t *entries = json_array();
-    buf text;
-    buf_init(&text, 1 << 20);
     size_t max = j->app->cfg->max_list_entries;
+    buf text; /* a line per entry: type, name (at most FILES_NAME_MAX), size */
+    buf_init(&text, max * (FILES_NAME_MAX + 40) + 256);
     bool truncated = false;
     struct dirent *de;
     while ((de = readdir(dir))) {
         const char *nm = de->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || !json_stringn(nm, strlen(nm)))
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
         if (json_array_size(entries) >= max) {
             truncated = true;
@@ -437,8 +437,13 @@ static void tool_list_files(struct mcp_job *j)
                            : S_ISLNK(st.st_mode) ? "symlink"
                            : S_ISREG(st.st_mode) ? "file"
                                                  : "other";
-        json_array_append_new(entries, json_pack("{s:s, s:s, s:I}", "name", nm, "type", type,
-                                                 "size", (json_int_t)st.st_size));
+        /* json_pack refuses a name that is not UTF-8: such entries are left out, as the
+         * files API does, rather than mangled */
+        json_t *e =
+            json_pack("{s:s, s:s, s:I}", "name", nm, "type", type, "size", (json_int_t)st.st_size);
+        if (!e)
+            continue;
+        json_array_append_new(entries, e);
         buf_printf(&text, "%s\t%s\t%lld\n", type, nm, (long long)st.st_size);
     }
     closedir(dir);
@@ -465,7 +470,7 @@ static json_t *context_json(const struct context *c)
 static json_t *contexts_result(json_t *list, const char *sandbox_id)
 {
     buf text;
-    buf_init(&text, 1 << 20);
+    buf_init(&text, json_array_size(list) * 128 + 256); /* id, language, state a line */
     size_t i;
     json_t *c;
     buf_printf(&text, "%zu context(s) in sandbox '%s'\n", json_array_size(list), sandbox_id);
