@@ -39,6 +39,7 @@ e2e: build
 	SANDBOXD_BUILD=$(abspath $(BUILD)) clients/js/scripts/test.sh
 	SANDBOXD_BUILD=$(abspath $(BUILD)) tests/compat/cloudflare/test.sh
 	cd tests/compat/e2b && SANDBOXD_BUILD=$(abspath $(BUILD)) node --test --test-concurrency=1 *.test.mjs
+	SANDBOXD_BUILD=$(abspath $(BUILD)) tests/compat/mcp/test.sh
 
 test: build
 	@scripts/lint

@@ -26,7 +26,7 @@ from util import fmt  # noqa: E402
 
 LOAD0 = open("/proc/loadavg").read().strip()
 MODULES = ["contexts", "roundtrip", "memory", "density", "throughput", "exec", "results",
-           "fairness", "suspend", "workspace", "reattach", "compat"]
+           "fairness", "suspend", "workspace", "reattach", "compat", "mcp"]
 
 
 def sh(cmd, **kw):

@@ -41,6 +41,7 @@ add_executable(sbx
   ${CLI_ROOT}/clients/cli/cmd_exec.c
   ${CLI_ROOT}/clients/cli/cmd_admin.c
   ${CLI_ROOT}/clients/cli/cmd_cp.c
+  ${CLI_ROOT}/clients/cli/cmd_mcp.c
   ${CLI_ROOT}/clients/cli/repl.c
   ${CLI_ROOT}/clients/cli/lineedit.c)
 target_compile_options(sbx PRIVATE ${SBX_WARNINGS})

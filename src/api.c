@@ -9,6 +9,7 @@
 
 #include "api_cf.h"
 #include "api_e2b.h"
+#include "api_mcp.h"
 #include "log.h"
 #include "sse.h"
 
@@ -109,6 +110,9 @@ static const struct route ROUTES[] = {
     { "POST", "/filesystem.Filesystem/Remove", H(api_e2b_fs_remove), 0 },
     { "POST", "/filesystem.Filesystem/WatchDir", H(api_e2b_unimplemented), 0 },
     { "POST", "/filesystem.Filesystem/CreateWatcher", H(api_e2b_unimplemented), 0 },
+    /* The MCP server: Streamable HTTP transport, no GET stream, so GET gets 405 (api_mcp*.c, docs/mcp.md) */
+    { "POST", "/mcp", H(api_mcp_post), 0 },
+    { "DELETE", "/mcp", H(api_mcp_delete), 0 },
 };
 /* clang-format on */
 

@@ -113,6 +113,13 @@ static const struct opt OPTS[] = {
     /* the E2B surface (api_e2b*.c) */
     { "max-upload-files", "SANDBOXD_MAX_UPLOAD_FILES", U64(max_upload_files), "64", 1, 100000,
       "Files in one multipart upload (E2B's POST /files); one more gets 400." },
+    /* the MCP server (api_mcp*.c, docs/mcp.md) */
+    { "mcp-max-sessions", "SANDBOXD_MCP_MAX_SESSIONS", U64(mcp_max_sessions), "64", 1, 100000,
+      "MCP sessions (POST /mcp initialize) alive at once; one more gets HTTP 429 with JSON-RPC error -32000." },
+    { "mcp-session-idle-ms", "SANDBOXD_MCP_SESSION_IDLE_MS", U64(mcp_session_idle_ms), "1800000", 1000, UINT64_C(2592000000),
+      "An MCP session unused this long ends (its default contexts are deleted); its id then gets 404." },
+    { "mcp-max-read-bytes", "SANDBOXD_MCP_MAX_READ_BYTES", U64(mcp_max_read_bytes), "1048576", 1024, UINT64_C(1) << 28,
+      "Largest file the MCP read_file tool returns; a larger one is a tool error naming the size." },
     /* Ceilings: the most a client may ask for, per sandbox (sized for a 24 GiB, 2-core
      * host; /tmp and /dev/shm are tmpfs, i.e. RAM, charged to the sandbox; the workspace is
      * on disk when root, docs/lifecycle.md). */

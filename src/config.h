@@ -88,6 +88,10 @@ struct config {
     char uid_registry[512];
     /* code contexts' output (context_lines.c) */
     uint64_t output_line_wait_ms;
+    /* the MCP server (api_mcp.c) */
+    uint64_t mcp_max_sessions;
+    uint64_t mcp_session_idle_ms;
+    uint64_t mcp_max_read_bytes;
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -86,6 +86,10 @@ struct http_req {
     char x_sandbox_id[128];
     char sandbox_header[80];
     char access_token[512];
+    /* MCP's Streamable HTTP transport (api_mcp.c): Mcp-Session-Id and MCP-Protocol-Version,
+     * "" when absent; longer values are refused with 431 */
+    char mcp_session[80];
+    char mcp_protocol[32];
     bool body_encoded; /* a Content-Encoding other than identity (not decoded here) */
     bool want_sse;     /* Accept names text/event-stream */
     bool keep_alive;

@@ -131,6 +131,10 @@ static int on_header_value_complete(llhttp_t *p)
         rc = take_value(c, r->sandbox_header, sizeof r->sandbox_header, "E2b-Sandbox-Id");
     else if (header_is(c, "x-access-token") || header_is(c, "e2b-traffic-access-token"))
         rc = take_value(c, r->access_token, sizeof r->access_token, "access token");
+    else if (header_is(c, "mcp-session-id"))
+        rc = take_value(c, r->mcp_session, sizeof r->mcp_session, "Mcp-Session-Id");
+    else if (header_is(c, "mcp-protocol-version"))
+        rc = take_value(c, r->mcp_protocol, sizeof r->mcp_protocol, "MCP-Protocol-Version");
     else if (header_is(c, "content-encoding"))
         r->body_encoded = c->hvalue.len && strcasecmp(c->hvalue.data, "identity") != 0;
     else if (header_is(c, "accept") && c->hvalue.data &&

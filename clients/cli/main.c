@@ -32,6 +32,7 @@ static const char k_usage[] =
 "  rm SANDBOX…                          delete sandboxes (processes end, files go)\n"
 "  cp LOCAL SANDBOX:PATH                upload a file ('-' reads stdin)\n"
 "  cp SANDBOX:PATH LOCAL                download a file ('-' writes stdout)\n"
+"  mcp                                  serve MCP over stdio (for agents), forwarded to /mcp\n"
 "\n"
 "Global options:\n"
 "  --url URL           daemon address (default $SANDBOXD_URL, else " DEFAULT_URL ")\n"
@@ -86,6 +87,7 @@ static const struct { const char *name; int (*fn)(sbx_client *, const sbx_args *
     { "contexts", cmd_contexts },
     { "rm", cmd_rm },
     { "cp", cmd_cp },
+    { "mcp", cmd_mcp },
 };
 
 /* A decimal number in [0, LLONG_MAX] (no atoi: garbage is an error, not 0). */

@@ -60,5 +60,6 @@ int cmd_contexts(sbx_client *c, const sbx_args *a);
 int cmd_rm(sbx_client *c, const sbx_args *a);
 int cmd_cp(sbx_client *c, const sbx_args *a);
 int cmd_repl(sbx_client *c, const sbx_args *a);
+int cmd_mcp(sbx_client *c, const sbx_args *a); /* MCP over stdio, forwarded to /mcp */
 
 #endif
