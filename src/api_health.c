@@ -9,6 +9,7 @@
 #include "jail.h"
 #include "sandbox.h"
 #include "metrics.h"
+#include "pysite.h"
 
 /* Rendered by hand, not through a jansson DOM: health is the request probes send most,
  * and this halves its cost (bench/http_bench.py). */
@@ -36,11 +37,14 @@ void api_health(struct app *app, http_req *req, const route_params *p)
         rc = buf_printf(&b,
                         "},\"sandbox\":{\"root\":%s,\"userNamespaces\":%s,\"cgroupVersion\":%d,"
                         "\"memoryLimit\":%s,\"pidsLimit\":%s,\"cpuLimit\":%s,\"diskLimit\":%s,"
-                        "\"seccomp\":%s},\"sandboxes\":%u,\"uptimeSeconds\":%.3f}",
+                        "\"seccomp\":%s},\"sandboxes\":%u,\"uptimeSeconds\":%.3f",
                         B(f->root), B(f->userns), f->cgroup_version, B(f->memory_limit),
                         B(f->pids_limit), B(f->cpu_limit), B(f->disk_limit), B(f->seccomp),
                         sbx_count(), (double)(uv_hrtime() - app->started_ns) / 1e9);
 #undef B
+    if (!rc) /* the Python packages contexts import, listed once at start (pysite.h) */
+        rc = buf_printf(&b, ",%s}",
+                        pysite_health_fragment() ? pysite_health_fragment() : "\"packages\":null");
     if (rc)
         http_respond_error(req, 500, "INTERNAL_ERROR", "the health report does not fit");
     else

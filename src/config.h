@@ -87,6 +87,9 @@ struct config {
     char uid_registry[512];
     /* code contexts' output (context_lines.c) */
     uint64_t output_line_wait_ms;
+    /* network and packages (docs/security.md, docs/packages.md) */
+    bool allow_host_network;
+    char python_site_dirs[1024]; /* colon-separated absolute host paths ("": none) */
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag
