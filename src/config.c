@@ -226,7 +226,8 @@ static int set_opt(struct config *c, const struct opt *o, const char *v, char *e
                 return -EINVAL;
             }
         if (strlen(v) >= o->size) {
-            snprintf(err, errlen, "--%s is too long (at most %zu bytes in all)", o->flag, o->size - 1);
+            snprintf(err, errlen, "--%s is too long (at most %zu bytes in all)", o->flag,
+                     o->size - 1);
             return -EINVAL;
         }
         memcpy(field, v, strlen(v) + 1);
@@ -319,8 +320,8 @@ static int check_ceilings(const struct config *c, char *err, size_t errlen)
 
 /* One --flag of an OPT_PATHS setting: the first one replaces the environment's list, the
  * next ones append (seen: the settings already given on the command line, one bit each). */
-static int add_path(struct config *c, const struct opt *o, const char *v, uint64_t *seen,
-                    char *err, size_t errlen)
+static int add_path(struct config *c, const struct opt *o, const char *v, uint64_t *seen, char *err,
+                    size_t errlen)
 {
     uint64_t bit = UINT64_C(1) << ((size_t)(o - OPTS) % 64);
     char *field = (char *)c + o->off, joined[4096];
@@ -379,9 +380,9 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
             return -EINVAL;
         }
-        const char *v = eq ? eq + 1
-                     : o->type == OPT_BOOL ? "true"
-                                           : (i + 1 < argc ? argv[++i] : NULL);
+        const char *v = eq                    ? eq + 1
+                        : o->type == OPT_BOOL ? "true"
+                                              : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) {
             snprintf(err, errlen, "option '%s' needs a value", a);
             return -EINVAL;

@@ -212,7 +212,7 @@ static void probe_exit(uv_process_t *p, int64_t status, int sig)
     fragment = inv ? render(inv) : NULL;
     if (!fragment)
         log_warn("the Python package list is not available (%s)",
-                 pr->overflow ? "the inventory's output is too big"
+                 pr->overflow    ? "the inventory's output is too big"
                  : status || sig ? "the inventory failed"
                                  : "the inventory's output is not what it should be");
     json_decref(inv);

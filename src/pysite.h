@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#define PYSITE_MAX 8                  /* site directories at most */
-#define PYSITE_PATH_MAX 512           /* bytes of one host path, NUL included */
+#define PYSITE_MAX 8                     /* site directories at most */
+#define PYSITE_PATH_MAX 512              /* bytes of one host path, NUL included */
 #define PYSITE_INSIDE "/opt/python-site" /* directory i is shown at PYSITE_INSIDE/i */
 
 /* Parse and check the colon-separated list (config's python_site_dirs). 0, or -errno with
