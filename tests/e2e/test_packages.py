@@ -7,44 +7,18 @@ Nothing here reaches the internet: the wheel is built by hand (zipfile), the ind
 PEP 503 "simple" page served by http.server on the host's loopback, reached by a sandbox
 with network "host" on a daemon started with --allow-host-network.
 """
-import base64
-import hashlib
 import http.server
-import io
 import os
 import shutil
 import site
 import subprocess
 import tempfile
 import threading
-import zipfile
 
 import pytest
 
 from sbxtest import Sandbox, context, run
-
-
-def make_wheel(name, version, body):
-    """A pure-Python wheel (name-version-py3-none-any.whl) with module name.py = body."""
-    info = "%s-%s.dist-info" % (name, version)
-    files = {
-        name + ".py": body.encode(),
-        info + "/METADATA": ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
-                             % (name, version)).encode(),
-        info + "/WHEEL": b"Wheel-Version: 1.0\nGenerator: sandboxd-tests\n"
-                         b"Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
-    record.append(info + "/RECORD,,")
-    files[info + "/RECORD"] = ("\n".join(record) + "\n").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for path, data in files.items():
-            z.writestr(path, data)
-    return "%s-%s-py3-none-any.whl" % (name, version), out.getvalue()
+from wheels import make_wheel
 
 
 def put_file(daemon, sid, path, data):

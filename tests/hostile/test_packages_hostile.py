@@ -19,6 +19,7 @@ import tempfile
 import pytest
 
 from sbxtest import BINARY, Sandbox, context, run
+from wheels import make_wheel
 
 
 @pytest.fixture
@@ -79,6 +80,18 @@ def test_pip_cannot_write_the_system_site(daemon):
         out = sb.exec("touch %s/sbx-planted" % target)
         assert out["exitCode"] == 1 and "Read-only file system" in out["stderr"], out
         assert not os.path.exists(os.path.join(target, "sbx-planted"))
+    # pip told to install into the system, the runtimes or the operator's dirs: EROFS
+    fname, data = make_wheel("sbxescape", "1.0", "X = 1\n")
+    status, _, body = daemon.request("PUT", "/v1/sandboxes/%s/files/%s" % (sb.id, fname), data)
+    assert status == 201, body
+    # (exit 1: pip's own error; 2: --target's move out of its temporary dir raised)
+    for opts, code in (("--prefix /usr", 1), ("--prefix /usr/local", 1),
+                       ("--target /opt/sandboxd/python", 2)):
+        out = sb.exec("pip install --no-index %s /workspace/%s" % (opts, fname),
+                      timeoutMs=120000)
+        assert out["exitCode"] == code, (opts, out)
+        assert "[Errno 30] Read-only file system" in out["stderr"], (opts, out["stderr"])
+    assert not os.path.exists("/usr/local/lib/python3.11/dist-packages/sbxescape.py")
     # a user site planted in one sandbox is its own: another sandbox's Python never sees it
     sb.sh("mkdir -p /workspace/.local/lib/python3.11/site-packages && "
           "echo 'WHO = 1' > /workspace/.local/lib/python3.11/site-packages/sbxplant.py")
