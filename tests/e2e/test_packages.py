@@ -144,22 +144,34 @@ def site_dir():
 
 
 def test_operator_site_dir_is_importable_everywhere_and_in_health(make_daemon, site_dir):
-    d = make_daemon("--python-site-dir", site_dir)
+    # a second dir with many distributions: the flag repeats, and health grows past 4 KiB
+    many = tempfile.mkdtemp(prefix="sbx-site-many-")
+    os.chmod(many, 0o755)
+    names = {"sbx-many-distribution-number-%03d" % i: "1.%d" % i for i in range(150)}
+    for name, version in names.items():
+        info = os.path.join(many, "%s-%s.dist-info" % (name.replace("-", "_"), version))
+        os.mkdir(info)
+        with open(os.path.join(info, "METADATA"), "w") as f:
+            f.write("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    d = make_daemon("--python-site-dir", site_dir, "--python-site-dir=" + many)
     status, health = d.json("GET", "/v1/health")
-    assert status == 200
+    assert status == 200, health
     pk = health["packages"]
     assert pk["python"]["sbxopmod"] == "3.1"
     assert pk["python"]["numpy"] and pk["python"]["pandas"] and pk["python"]["matplotlib"]
     assert pk["pythonSiteDirs"] == [{"path": "/opt/python-site/0",
-                                     "packages": {"sbxopmod": "3.1"}}]
+                                     "packages": {"sbxopmod": "3.1"}},
+                                    {"path": "/opt/python-site/1", "packages": names}]
+    assert all(pk["python"][n] == v for n, v in names.items())
     for sid in ("site-a", "site-b"):
         sb = Sandbox(d, sid)
         cid = context(d, sid)
         assert py(d, sid, "import sbxopmod; print(sbxopmod.WHO, sbxopmod.__file__)", cid) == \
             "operator /opt/python-site/0/sbxopmod.py\n"
         assert sb.sh("python3 -c 'import sbxopmod; print(sbxopmod.WHO)'") == "operator\n"
-        assert sb.sh("echo $PYTHONPATH") == "/opt/python-site/0\n"
+        assert sb.sh("echo $PYTHONPATH") == "/opt/python-site/0:/opt/python-site/1\n"
         sb.delete()
+    shutil.rmtree(many)
 
 
 def test_health_lists_the_data_stack_without_site_dirs(daemon):
