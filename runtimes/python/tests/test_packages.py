@@ -32,3 +32,21 @@ def test_a_package_installed_later_is_importable(ctx, tmp_path):
         f.write("V = 'late'\n")
     run = ctx.run("import latepkg_t\nprint(latepkg_t.V)")
     assert run.error is None and run.stdout == "late\n", (run.error, run.stdout)
+
+
+def test_inventory_lists_system_and_site_dirs(tmp_path):
+    import json
+    import subprocess
+    from conftest import PYTHON
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "alpha-1.0.dist-info").mkdir(parents=True)
+    (a / "alpha-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: alpha\nVersion: 1.0\n\nName: not-a-header\n")
+    b.mkdir()
+    (b / "beta-2.0.egg-info").write_text("Metadata-Version: 1.0\nName: beta\nVersion: 2.0\n")
+    script = os.path.join(RUNTIME_DIR, "sandboxd_runtime", "inventory.py")
+    out = subprocess.run([PYTHON, "-I", script, str(a), str(b)], capture_output=True,
+                         text=True, timeout=60, check=True)
+    inv = json.loads(out.stdout)
+    assert inv["dirs"] == [{"alpha": "1.0"}, {"beta": "2.0"}]
+    assert inv["system"]["numpy"] and "alpha" not in inv["system"]
