@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from sbxtest import BINARY, Sandbox, context, run
+from sbxtest import BINARY, Daemon, Sandbox, context, run
 from wheels import make_wheel
 
 
@@ -122,6 +122,23 @@ def test_host_network_with_the_setting_is_the_hosts(make_daemon):
     host_links = open("/proc/net/dev").read().count(":")
     assert links == host_links, (links, host_links)
     sb.delete()
+
+
+def test_a_stored_host_network_sandbox_is_not_restored_without_the_setting():
+    top = tempfile.mkdtemp(prefix="sbx-h-nethost-")
+    d1 = Daemon("--allow-host-network", state=top)
+    Sandbox(d1, "was-host", network="host")
+    Sandbox(d1, "was-none")
+    assert d1.stop() == 0
+    d2 = Daemon(state=top)
+    try:
+        assert d2.json("GET", "/v1/sandboxes/was-host")[0] == 404
+        assert d2.json("GET", "/v1/sandboxes/was-none")[0] == 200
+        assert b"sandbox was-host: not restored: its stored settings are refused now" in \
+            d2.logs() and b"--allow-host-network" in d2.logs()
+    finally:
+        assert d2.stop() == 0
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_daemon_refuses_a_site_dir_others_cannot_read():
