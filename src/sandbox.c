@@ -630,6 +630,24 @@ static void env_set_kv(json_t *obj, const char *kv)
     json_object_set_new(obj, key, json_string(eq + 1));
 }
 
+/* A PYTHONPATH of the sandbox's or the request's own keeps the operator's site dirs after
+ * its entries (pysite.h): an import path of one's own does not take those packages away. */
+static void keep_site_dirs(json_t *env)
+{
+    const char *ours = pysite_pythonpath(),
+               *theirs = json_string_value(json_object_get(env, "PYTHONPATH"));
+    if (!ours || !theirs)
+        return;
+    ours += sizeof "PYTHONPATH=" - 1;
+    if (strcmp(theirs, ours) == 0)
+        return;
+    if (theirs[0] == '\0') {
+        json_object_set_new(env, "PYTHONPATH", json_string(ours));
+        return;
+    }
+    json_object_set_new(env, "PYTHONPATH", json_sprintf("%s:%s", theirs, ours));
+}
+
 char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
 {
     json_t *merged = json_object();
@@ -642,6 +660,7 @@ char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
         json_object_update(merged, (json_t *)extra);
     if (extra2)
         json_object_update(merged, (json_t *)extra2);
+    keep_site_dirs(merged);
     size_t n = json_object_size(merged), bytes = 0;
     const char *k;
     json_t *v;

@@ -171,6 +171,16 @@ def test_operator_site_dir_is_importable_everywhere_and_in_health(make_daemon, s
         assert sb.sh("python3 -c 'import sbxopmod; print(sbxopmod.WHO)'") == "operator\n"
         assert sb.sh("echo $PYTHONPATH") == "/opt/python-site/0:/opt/python-site/1\n"
         sb.delete()
+    # a PYTHONPATH of the sandbox's own keeps the operator's dirs after its entries
+    sb = Sandbox(d, "site-own-path", env={"PYTHONPATH": "/workspace/lib"})
+    sb.sh("mkdir -p /workspace/lib && echo 'WHO = 1' > /workspace/lib/sbxown.py")
+    assert sb.sh("echo $PYTHONPATH") == "/workspace/lib:/opt/python-site/0:/opt/python-site/1\n"
+    cid = context(d, sb.id)
+    assert py(d, sb.id, "import sbxown, sbxopmod; print(sbxopmod.WHO)", cid) == "operator\n"
+    out = sb.sh("python3 -c 'import sbxopmod, os; print(os.environ[\"PYTHONPATH\"])'",
+                env={"PYTHONPATH": "/x"})   # a command's own env too
+    assert out == "/x:/opt/python-site/0:/opt/python-site/1\n", out
+    sb.delete()
     shutil.rmtree(many)
 
 
