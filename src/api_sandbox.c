@@ -122,6 +122,12 @@ static int parse_settings(struct app *app, const json_t *body, struct settings *
         return -1;
     }
     st->network_host = strcmp(network, "host") == 0;
+    if (st->network_host && !app->cfg->allow_host_network) {
+        snprintf(err, errlen,
+                 "field 'network': \"host\" (the host's own network) is refused by this daemon; "
+                 "the operator allows it with --allow-host-network");
+        return -1;
+    }
     st->normal = json_is_object(body) ? json_deep_copy(body) : json_object();
     const struct sbx_limits *l = &st->lim;
     json_object_set_new(st->normal, "limits",

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_type { OPT_STR, OPT_U64, OPT_DOUBLE };
+/* OPT_BOOL: "--flag" alone is true; a value must be true/false/1/0. OPT_PATHS: a list of
+ * absolute paths kept colon-separated; each --flag adds one, and the flags together replace
+ * the environment's list. */
+enum opt_type { OPT_STR, OPT_U64, OPT_DOUBLE, OPT_BOOL, OPT_PATHS };
 
 struct opt {
     const char *flag; /* without the leading "--" */
@@ -27,6 +30,8 @@ struct opt {
 #define STR(f) OPT_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define U64(f) OPT_U64, offsetof(struct config, f), 0
 #define DBL(f) OPT_DOUBLE, offsetof(struct config, f), 0
+#define BOOLEAN(f) OPT_BOOL, offsetof(struct config, f), 0
+#define PATHS(f) OPT_PATHS, offsetof(struct config, f), sizeof(((struct config *)0)->f)
 
 /* One row per setting. Limits have a default and a range. */
 /* clang-format off */
@@ -168,6 +173,11 @@ static const struct opt OPTS[] = {
       "On SIGTERM/SIGINT: the daemon stops accepting, ends every run, command and stream (ContextDied: the daemon is shutting down), keeps every sandbox on disk and exits within this time (past it, at once with status 1)." },
     { "uid-registry", "SANDBOXD_UID_REGISTRY", STR(uid_registry), "/var/lib/sandboxd-uid-ranges", 0, 0,
       "When root: the machine-wide file (locked with flock) in which each state dir reserves its range of host uids (2 x --max-sandboxes from --host-uid-base up), so that daemons with different state dirs never share a uid; a range is freed when its state dir is gone." },
+    /* Network and packages (docs/security.md, docs/packages.md). */
+    { "allow-host-network", "SANDBOXD_ALLOW_HOST_NETWORK", BOOLEAN(allow_host_network), "false", 0, 0,
+      "Let a sandbox ask for network \"host\" (the host's own network stack: every address the host reaches, its loopback services included); without it such a create gets 400." },
+    { "python-site-dir", "SANDBOXD_PYTHON_SITE_DIRS", PATHS(python_site_dirs), "", 0, 0,
+      "Host directory of Python packages shown read-only in every sandbox (at /opt/python-site/N, on sys.path of every context, command and process); repeat the flag for more (at most 8; the environment variable takes a colon-separated list). Must be readable by everyone." },
 };
 /* clang-format on */
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
@@ -210,6 +220,28 @@ static int set_opt(struct config *c, const struct opt *o, const char *v, char *e
         memcpy(field, &d, sizeof d);
         return 0;
     }
+    case OPT_BOOL: {
+        bool t = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+        if (!t && strcmp(v, "false") && strcmp(v, "0")) {
+            snprintf(err, errlen, "--%s: '%s' is not true, false, 1 or 0", o->flag, v);
+            return -EINVAL;
+        }
+        memcpy(field, &t, sizeof t);
+        return 0;
+    }
+    case OPT_PATHS:
+        for (const char *p = v; *p; p += strcspn(p, ":"), p += *p == ':')
+            if (*p != '/') {
+                snprintf(err, errlen, "--%s: '%s' is not a list of absolute paths", o->flag, v);
+                return -EINVAL;
+            }
+        if (strlen(v) >= o->size) {
+            snprintf(err, errlen, "--%s is too long (at most %zu bytes in all)", o->flag,
+                     o->size - 1);
+            return -EINVAL;
+        }
+        memcpy(field, v, strlen(v) + 1);
+        return 0;
     }
     return -EINVAL;
 }
@@ -296,9 +328,31 @@ static int check_ceilings(const struct config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* One --flag of an OPT_PATHS setting: the first one replaces the environment's list, the
+ * next ones append (seen: the settings already given on the command line, one bit each). */
+static int add_path(struct config *c, const struct opt *o, const char *v, uint64_t *seen, char *err,
+                    size_t errlen)
+{
+    uint64_t bit = UINT64_C(1) << ((size_t)(o - OPTS) % 64);
+    char *field = (char *)c + o->off, joined[4096];
+    if (strchr(v, ':') || v[0] == '\0') {
+        snprintf(err, errlen, "--%s: '%s' is not one absolute path without ':'", o->flag, v);
+        return -EINVAL;
+    }
+    int n = (*seen & bit) && field[0] ? snprintf(joined, sizeof joined, "%s:%s", field, v)
+                                      : snprintf(joined, sizeof joined, "%s", v);
+    *seen |= bit;
+    if (n < 0 || (size_t)n >= sizeof joined) {
+        snprintf(err, errlen, "--%s: too many paths", o->flag);
+        return -EINVAL;
+    }
+    return set_opt(c, o, joined, err, errlen);
+}
+
 int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *err, size_t errlen)
 {
     int rc;
+    uint64_t paths_seen = 0;
     memset(c, 0, sizeof *c);
     *exit_now = false;
     for (size_t i = 0; i < NOPTS; i++)
@@ -336,12 +390,15 @@ int config_load(struct config *c, int argc, char **argv, bool *exit_now, char *e
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
             return -EINVAL;
         }
-        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        const char *v = eq                    ? eq + 1
+                        : o->type == OPT_BOOL ? "true"
+                                              : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) {
             snprintf(err, errlen, "option '%s' needs a value", a);
             return -EINVAL;
         }
-        if ((rc = set_opt(c, o, v, err, errlen)))
+        if ((rc = o->type == OPT_PATHS ? add_path(c, o, v, &paths_seen, err, errlen)
+                                       : set_opt(c, o, v, err, errlen)))
             return rc;
     }
     if ((rc = parse_listen(c, err, errlen)))

@@ -92,6 +92,9 @@ struct config {
     uint64_t mcp_max_sessions;
     uint64_t mcp_session_idle_ms;
     uint64_t mcp_max_read_bytes;
+    /* network and packages (docs/security.md, docs/packages.md) */
+    bool allow_host_network;
+    char python_site_dirs[1024]; /* colon-separated absolute host paths ("": none) */
 };
 
 /* Fill c from defaults, then the environment, then argv. On a bad value or unknown flag

@@ -574,6 +574,8 @@ static int global_settings(const struct jail_global *g)
     jail__g.spawn_reserve = g->spawn_reserve;
     if (g->keep_file)
         snprintf(jail__g.keep_file, sizeof jail__g.keep_file, "%s", g->keep_file);
+    if (g->site_dirs)
+        snprintf(jail__g.site_dirs, sizeof jail__g.site_dirs, "%s", g->site_dirs);
     jail__g.max = g->max_sandboxes ? g->max_sandboxes : 64;
     jail__g.slots = calloc(jail__g.max, 1);
     return jail__g.slots ? 0 : -ENOMEM;

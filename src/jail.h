@@ -68,6 +68,8 @@ struct jail_global {
                                   free, else the spawn fails with -ENOMEM (0: no check) */
     const char *keep_file;     /* a sandbox dir holding a file of this name is kept at start
                                   (its workspace unmounted), to be restored; NULL: none */
+    const char *site_dirs;     /* colon-separated host dirs bound read-only at
+                                  /opt/python-site/0, 1, … (pysite.h); NULL or "": none */
 };
 
 /* Probe features, create the daemon's parent cgroups, and remove whatever a previous

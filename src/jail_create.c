@@ -171,7 +171,7 @@ struct init_args {
     int n;
     char *envp[19];
     char a_uid[64], a_gid[64], a_tmp[48], a_ws[48], a_rt[JAIL_PATH_MAX + 16], a_res[48];
-    char a_img[48];
+    char a_img[48], a_site[1040];
     char a_cg[4][4 * CG_PATH_MAX + 8], procs[4][CG_PATH_MAX];
     char envbuf[18][4 * CG_PATH_MAX + 32];
 };
@@ -243,6 +243,10 @@ static void init_args_build(const jail *j, const struct jail_opts *o, uid_t ruid
     } else if (jail__g.runtimes_dir[0]) {
         snprintf(a->a_rt, sizeof a->a_rt, "--runtimes=%s", jail__g.runtimes_dir);
         a->argv[n++] = a->a_rt;
+    }
+    if (jail__g.site_dirs[0]) { /* bound read-only at /opt/python-site/N (init_root.c) */
+        snprintf(a->a_site, sizeof a->a_site, "--site-dirs=%s", jail__g.site_dirs);
+        a->argv[n++] = a->a_site;
     }
     a->argv[n] = NULL;
     a->n = n;

@@ -41,6 +41,7 @@ struct jail_globals {
     uint64_t spawn_reserve;
     unsigned char *slots; /* max bytes: 1 = slot in use (its uid range taken) */
     char keep_file[64];   /* see struct jail_global */
+    char site_dirs[1024]; /* see struct jail_global */
     jail *jails;          /* every jail not yet freed */
 };
 extern struct jail_globals jail__g;

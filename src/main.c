@@ -31,6 +31,7 @@
 #include "context.h"
 #include "execution.h"
 #include "process.h"
+#include "pysite.h"
 #include "reaper.h"
 #include "sandbox.h"
 #include "sandbox_store.h"
@@ -233,6 +234,7 @@ static int jail_init(uv_loop_t *loop, char *err, size_t errlen)
         .max_pending = (unsigned)cfg.max_pending_spawns,
         .spawn_reserve = cfg.spawn_reserve_kb << 10,
         .keep_file = STORE_FILE,
+        .site_dirs = cfg.python_site_dirs,
     };
     char why[400];
     int rc = jail_global_init(loop, &jg, why, sizeof why);
@@ -374,6 +376,25 @@ static int node_init(uv_loop_t *loop, char *err, size_t errlen)
     return 0;
 }
 
+/* The operator's Python site dirs (checked before any sandbox is made) and the package
+ * list of /v1/health, made once by a child process (at most 10 s; then health says null). */
+static int pysite_module_init(uv_loop_t *loop, char *err, size_t errlen)
+{
+    int rc = pysite_init(cfg.python_site_dirs, err, errlen);
+    if (rc)
+        return rc;
+    if (pysite_probe_start(loop, runtimes) == 0)
+        for (uint64_t t0 = uv_hrtime(); pysite_probing() && uv_hrtime() - t0 < 10000000000ULL;)
+            uv_run(loop, UV_RUN_ONCE);
+    return 0;
+}
+
+static void pysite_module_shutdown(void (*done)(void))
+{
+    pysite_shutdown();
+    done();
+}
+
 /* Bring back the sandboxes stored in the state dir before the first request is served
  * (a client must find its sandbox, not a 404 while it comes back): their inits build
  * them in parallel; bounded by --sandbox-start-timeout-ms plus a margin. */
@@ -438,6 +459,7 @@ static const struct module MODULES[] = {
     { "ctx_init", ctx_module_init, NULL },
     { "proc_init", proc_module_init, NULL },
     { "node", node_init, NULL },
+    { "pysite", pysite_module_init, pysite_module_shutdown },
     { "restore", restore_init, NULL },
     { "http", http_init, http_shutdown },
 };

@@ -21,6 +21,7 @@
 
 #include "jsonx.h"
 #include "lifecycle.h"
+#include "pysite.h"
 #include "log.h"
 #include "sandbox_store.h"
 
@@ -69,6 +70,14 @@ static const char *const BASE_ENV[] = {
     "LANG=C.UTF-8",             /* UTF-8 stdio for Python, Node and coreutils */
     "PYTHONUNBUFFERED=1",       /* scripts' output streams as it is printed */
     "MPLBACKEND=Agg",           /* no display in a sandbox */
+    /* Packages (docs/packages.md): pip installs into the sandbox's own user site under
+     * /workspace (the system's site dirs are read-only binds: pip falls back to --user by
+     * itself). PEP 668's marker protects a distribution's Python from pip; here that Python
+     * cannot be written at all, so overriding the marker only lets pip use the user site. */
+    "PYTHONUSERBASE=/workspace/.local",
+    "PIP_BREAK_SYSTEM_PACKAGES=1",
+    "PIP_DISABLE_PIP_VERSION_CHECK=1", /* no index query on every pip run */
+    "NPM_CONFIG_UPDATE_NOTIFIER=false", /* nor a registry query on every npm run */
 };
 /* clang-format on */
 
@@ -621,16 +630,37 @@ static void env_set_kv(json_t *obj, const char *kv)
     json_object_set_new(obj, key, json_string(eq + 1));
 }
 
+/* A PYTHONPATH of the sandbox's or the request's own keeps the operator's site dirs after
+ * its entries (pysite.h): an import path of one's own does not take those packages away. */
+static void keep_site_dirs(json_t *env)
+{
+    const char *ours = pysite_pythonpath(),
+               *theirs = json_string_value(json_object_get(env, "PYTHONPATH"));
+    if (!ours || !theirs)
+        return;
+    ours += sizeof "PYTHONPATH=" - 1;
+    if (strcmp(theirs, ours) == 0)
+        return;
+    if (theirs[0] == '\0') {
+        json_object_set_new(env, "PYTHONPATH", json_string(ours));
+        return;
+    }
+    json_object_set_new(env, "PYTHONPATH", json_sprintf("%s:%s", theirs, ours));
+}
+
 char **sbx_environ(const sandbox *s, const json_t *extra, const json_t *extra2)
 {
     json_t *merged = json_object();
     for (size_t i = 0; i < sizeof BASE_ENV / sizeof BASE_ENV[0]; i++)
         env_set_kv(merged, BASE_ENV[i]);
+    if (pysite_pythonpath()) /* the operator's site dirs (pysite.h) */
+        env_set_kv(merged, pysite_pythonpath());
     json_object_update(merged, s->env);
     if (extra)
         json_object_update(merged, (json_t *)extra);
     if (extra2)
         json_object_update(merged, (json_t *)extra2);
+    keep_site_dirs(merged);
     size_t n = json_object_size(merged), bytes = 0;
     const char *k;
     json_t *v;

@@ -46,6 +46,9 @@ struct init_cfg {
      * ./workspace by the outer (init_workspace.c), then the outer's current directory. */
     uint64_t ws_image_bytes; /* its size (0: no image; the current directory is the workspace) */
     bool ws_format;          /* make the image first (a new sandbox) */
+    /* The operator's Python site dirs: colon-separated host paths, bound read-only at
+     * /opt/python-site/0, 1, … (NULL: none). */
+    const char *site_dirs;
     /* The workspace is the outer's current directory at start (the daemon sets it). */
 };
 

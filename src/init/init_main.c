@@ -123,6 +123,8 @@ static void parse_args(int argc, char **argv, struct init_cfg *cfg)
             cfg->ws_format = true;
         } else if (strncmp(a, "--ws-bytes=", 11) == 0 && parse_u64(a + 11, &x)) {
             cfg->ws_bytes = x;
+        } else if (strncmp(a, "--site-dirs=", 12) == 0) {
+            cfg->site_dirs = a + 12;
         } else {
             usage_exit("bad argument");
         }

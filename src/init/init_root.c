@@ -330,8 +330,50 @@ static int do_row(const struct mrow *r, const struct init_cfg *cfg, int rt_fd)
     return -EINVAL;
 }
 
+/* The operator's Python site dirs (--site-dirs): each opened before NEWROOT is covered (a
+ * dir may live below it), then bound read-only, nosuid, nodev at opt/python-site/<i>; not
+ * noexec: extension modules are mapped executable. At most SITE_MAX. */
+#define SITE_MAX 8
+#define SITE_DIR "opt/python-site"
+
+static int site_open(const struct init_cfg *cfg, int fds[SITE_MAX], int *n, const char **what)
+{
+    char path[512];
+    *n = 0;
+    for (const char *p = cfg->site_dirs; p && *p;) {
+        size_t len = strcspn(p, ":");
+        if (*n == SITE_MAX || len >= sizeof path)
+            return -E2BIG;
+        memcpy(path, p, len);
+        path[len] = '\0';
+        if ((fds[*n] = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            *what = "an operator's Python site dir";
+            return -errno;
+        }
+        (*n)++;
+        p += len + (p[len] == ':');
+    }
+    return 0;
+}
+
+static int site_bind(const int fds[SITE_MAX], int n)
+{
+    char src[64], dst[128];
+    if (n && mkdir(NEWROOT "/" SITE_DIR, 0755) < 0)
+        return -errno;
+    for (int i = 0; i < n; i++) {
+        snprintf(src, sizeof src, "/proc/self/fd/%d", fds[i]);
+        snprintf(dst, sizeof dst, "%s/%s/%d", NEWROOT, SITE_DIR, i);
+        int rc = bind_ro(src, dst, false);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
 {
+    int site_fds[SITE_MAX], nsite = 0;
     int rc = 0, rt_fd = -1;
     const char *what = "";
     /* Nothing we mount may propagate back to the host. */
@@ -347,6 +389,9 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
         what = cfg->runtimes_dir;
         goto out;
     }
+    what = "the operator's Python site dirs";
+    if ((rc = site_open(cfg, site_fds, &nsite, &what)))
+        goto out;
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") < 0) {
         rc = -errno;
         what = "the root tmpfs";
@@ -358,6 +403,10 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
             what = root_table[i].dst;
             goto out;
         }
+    }
+    if ((rc = site_bind(site_fds, nsite))) {
+        what = SITE_DIR;
+        goto out;
     }
     /* The workspace mount holds our old cwd; pivot from the new root itself. */
     if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {
@@ -382,6 +431,8 @@ int init_setup_root(const struct init_cfg *cfg, char *err, size_t errlen)
 out:
     if (rt_fd >= 0)
         close(rt_fd);
+    for (int i = 0; i < nsite; i++)
+        close(site_fds[i]);
     if (rc)
         snprintf(err, errlen, "init: building the sandbox root failed at %s: %s", what,
                  strerror(-rc));

@@ -306,7 +306,8 @@ def test_unknown_fields_on_context_routes(daemon):
         assert status == 200
 
 
-def test_put_conflicts_name_the_field(daemon):
+def test_put_conflicts_name_the_field(make_daemon):
+    daemon = make_daemon("--allow-host-network")  # "network": "host" is a conflict, not a 400
     body = {"limits": {"memoryMb": 256, "pids": 128}, "network": "none", "env": {"A": "1"},
             "lifecycle": {"idleTimeoutMs": 600000}}
     status, info = daemon.json("PUT", base("conflict"), body)

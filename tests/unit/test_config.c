@@ -67,6 +67,44 @@ static void refusals(void **state)
     assert_int_not_equal(load(&c, 2, a8, err), 0);
 }
 
+/* A boolean flag alone is true; a paths flag repeats, and replaces the environment's list. */
+static void booleans_and_paths(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256];
+    const char *a0[] = { "sandboxd" };
+    assert_int_equal(load(&c, 1, a0, err), 0);
+    assert_false(c.allow_host_network);
+    assert_string_equal(c.python_site_dirs, "");
+    const char *a1[] = { "sandboxd", "--allow-host-network", "--python-site-dir", "/a",
+                         "--python-site-dir=/b c" };
+    assert_int_equal(load(&c, 5, a1, err), 0);
+    assert_true(c.allow_host_network);
+    assert_string_equal(c.python_site_dirs, "/a:/b c");
+    setenv("SANDBOXD_PYTHON_SITE_DIRS", "/e1:/e2", 1);
+    setenv("SANDBOXD_ALLOW_HOST_NETWORK", "1", 1);
+    const char *a2[] = { "sandboxd", "--allow-host-network=false" };
+    assert_int_equal(load(&c, 2, a2, err), 0);
+    assert_false(c.allow_host_network);
+    assert_string_equal(c.python_site_dirs, "/e1:/e2");
+    const char *a3[] = { "sandboxd", "--python-site-dir", "/f" };
+    assert_int_equal(load(&c, 3, a3, err), 0);
+    assert_string_equal(c.python_site_dirs, "/f");
+    assert_true(c.allow_host_network);
+    unsetenv("SANDBOXD_PYTHON_SITE_DIRS");
+    unsetenv("SANDBOXD_ALLOW_HOST_NETWORK");
+    const char *b1[] = { "sandboxd", "--allow-host-network=yes" };
+    assert_int_not_equal(load(&c, 2, b1, err), 0);
+    assert_non_null(strstr(err, "--allow-host-network"));
+    const char *b2[] = { "sandboxd", "--python-site-dir", "rel" };
+    assert_int_not_equal(load(&c, 3, b2, err), 0);
+    assert_non_null(strstr(err, "absolute"));
+    const char *b3[] = { "sandboxd", "--python-site-dir", "/a:/b" };
+    assert_int_not_equal(load(&c, 3, b3, err), 0);
+    assert_non_null(strstr(err, "without ':'"));
+}
+
 static void docs_in_sync(void **state)
 {
     (void)state;
@@ -99,6 +137,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_env_flags),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(booleans_and_paths),
         cmocka_unit_test(docs_in_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

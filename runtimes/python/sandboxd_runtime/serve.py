@@ -9,6 +9,7 @@ Called once in each (forked) context process. It:
 * makes ``input()`` and ``getpass()`` raise StdinNotImplementedError (a
   context never reads stdin, and never reads the channel for input);
 * installs the SIGINT handling (see interrupts);
+* puts the operator's site dirs and the sandbox's user site on sys.path (packages);
 * sends ``ready``, then runs each ``execute`` request (unknown message types
   are ignored) until the daemon closes the channel, and returns 0.
 
@@ -24,7 +25,7 @@ import sys
 
 from IPython.core.error import StdinNotImplementedError
 
-from . import interrupts, stdio
+from . import interrupts, packages, stdio
 from .channel import Channel
 from .preload import preload
 from .runner import Runner
@@ -58,6 +59,7 @@ def serve(fd=3):
     stdio.install(channel.send)
     builtins.input = getpass.getpass = _no_input
     interrupts.install()
+    packages.activate()
     runner = Runner(create(), channel)
     channel.send({"type": "ready", "language": "python",
                   "version": _VERSION, "pid": os.getpid()})

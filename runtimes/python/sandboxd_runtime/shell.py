@@ -10,8 +10,9 @@
 * tracebacks are not printed: the first exception of a run is kept in
   ``error`` as an exc_info tuple for the runner to report;
 * ``!cmd`` runs through ``subprocess`` with fd 1/2 inherited (streams directly);
-* ``%pip install`` fails with a clear UsageError (there is no package index),
-  other ``%pip`` subcommands run ``python3 -m pip``; ``%conda`` is refused;
+  afterwards the import caches are refreshed (packages.refresh: ``!pip install``);
+* ``%pip …`` runs ``python3 -m pip …`` the same way: installs go to the sandbox's
+  user site (docs/packages.md) and are importable at once; ``%conda`` is refused;
 * ``exit()``/``quit()`` raise SystemExit like ``sys.exit()``;
 * ``%matplotlib`` is accepted and changes nothing (the sandboxd backend is
   always active).
@@ -36,12 +37,11 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Type
 from traitlets.config import Config
 
-from . import formatters, results
+from . import formatters, packages, results
 
 BACKEND = "module://sandboxd_runtime.mpl_backend"
-_NO_INDEX = ("package installation is not available in sandboxd contexts: "
-             "there is no network access to a package index; "
-             "the installed packages are listed by %pip list")
+_NO_CONDA = ("conda is not available in sandboxd contexts: "
+             "install packages with %pip install (docs/packages.md)")
 
 
 class _ResultHook(DisplayHook):
@@ -97,20 +97,17 @@ def _python():
 
 @magics_class
 class _PackagingMagics(Magics):
-    """%pip and %conda for a context without a package index."""
+    """%pip (into the sandbox's user site) and %conda (refused)."""
 
     @line_magic
     def pip(self, line):
-        """Run pip; installing is refused with a clear message."""
-        words = line.split()
-        if words and words[0] in ("install", "download", "wheel"):
-            raise UsageError("%pip " + words[0] + ": " + _NO_INDEX)
+        """Run ``python3 -m pip`` with the line's arguments (then refresh imports)."""
         self.shell.system(shlex.quote(_python()) + " -m pip " + line)
 
     @line_magic
     def conda(self, line):
         """Refuse: there is no conda in a context."""
-        raise UsageError("%conda: " + _NO_INDEX)
+        raise UsageError("%conda: " + _NO_CONDA)
 
 
 class SandboxShell(InteractiveShell):
@@ -118,7 +115,13 @@ class SandboxShell(InteractiveShell):
 
     displayhook_class = Type(_ResultHook)
     display_pub_class = Type(_ResultPublisher)
-    system = InteractiveShell.system_raw
+
+    def system(self, cmd):
+        """``!cmd``: run it (output streams), then pick up what it installed."""
+        try:
+            return InteractiveShell.system_raw(self, cmd)
+        finally:
+            packages.refresh()
 
     # Plain attributes instead of IPython's traits of the same names: every
     # run sets them, a trait set (validation, change notification) costs

@@ -11,7 +11,7 @@ from conftest import PYTHON, RUNTIME_DIR
 
 
 def test_execution_counts_start_at_1_and_count_failures(fresh):
-    counts = [fresh.run(code).count for code in ("1", "1/0", "x = (", "", "%pip install a", "2")]
+    counts = [fresh.run(code).count for code in ("1", "1/0", "x = (", "", "%conda install a", "2")]
     assert counts == [1, 2, 3, 4, 5, 6]
 
 
