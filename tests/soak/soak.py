@@ -165,6 +165,9 @@ class Worker(threading.Thread):
                 self.tally["samples"][outcome].append(sample)
 
     def fresh_context(self):
+        if self.ctx:  # the old one goes: contexts are capped per sandbox (--max-contexts)
+            self.api("DELETE", "/contexts/" + self.ctx)
+            self.ctx = None
         status, out = self.api("POST", "/contexts", {"language": "python"})
         if status != 201:
             raise AssertionError("context create %s %s" % (status, out))
@@ -247,8 +250,15 @@ class Worker(threading.Thread):
     def op_run(self):
         status, out = self.execute("try:\n    n += 1\nexcept NameError:\n    n = 1\nn")
         assert status == 200, "%s %s" % (status, out)
+        if self.counter is None and (out.get("error") or {}).get("name") == "ContextDied":
+            self.counter = 0  # the death the unread run did not get to report
+            return "context-died"
         if out.get("error"):
             raise AssertionError("run error %s" % out["error"])
+        if self.counter is None:  # unknown (see op_disconnect): take the context's word
+            mains = [r for r in out.get("results", []) if r.get("isMainResult")]
+            self.counter = int(mains[0]["text"]) if mains else 0
+            return "resync"
         self.counter += 1
         self.expect_value(out, str(self.counter))
 
@@ -288,6 +298,7 @@ class Worker(threading.Thread):
             c.request("GET", "/v1/sandboxes/%s/files/%s" % (self.sid, path))
             r = c.getresponse()
             back = r.read()
+            assert r.status == 200, "download %s %r" % (r.status, back[:200])
         except (OSError, http.client.HTTPException) as e:
             if self.d.restarting.is_set():
                 raise Restarting() from e
@@ -314,7 +325,6 @@ class Worker(threading.Thread):
     def op_timeout(self):
         status, out = self.execute("while True: pass", timeoutMs=300)
         assert status == 200 and out.get("error", {}).get("name") == "TimeoutError", out
-        self.counter = None if not out.get("statePreserved", True) else self.counter
         self.fresh_context()
         return "timeout"
 
@@ -355,6 +365,9 @@ class Worker(threading.Thread):
         while time.time() < deadline:
             status, out = self.api("GET", "/contexts/" + self.ctx)
             if status == 200 and out.get("state") == "idle":
+                # the run nobody read may have been the one that reported an earlier death
+                # of the context (ContextDied): its counter is not known any more
+                self.counter = None
                 return "disconnect-freed"
             time.sleep(0.25)
         raise AssertionError("context still busy 60 s after its client left: %s" % out)
