@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "log.h"
+#include "probe.h"
 
 #define PROBE_MAX (256 << 10) /* the inventory's output: ~2 KiB for Debian's 85 packages */
 #define PYTHON "/usr/bin/python3"
@@ -41,15 +42,6 @@ static unsigned ndirs;
 static char pythonpath[PYSITE_MAX * 32 + 16];
 static char *fragment; /* "\"packages\":{…}" once the probe is done (NULL until then) */
 static bool probing;
-
-struct probe {
-    uv_process_t proc;
-    uv_pipe_t out;
-    char *buf;
-    size_t len;
-    bool overflow;
-    int closed;
-};
 
 /* Others may search every directory above path, and read and search path itself. */
 static int check_others(const char *path, char *err, size_t errlen)
@@ -175,50 +167,22 @@ static char *render(const json_t *inv)
     return f;
 }
 
-static void probe_closed(uv_handle_t *h)
+/* The inventory's answer: the health fragment, or a warning. */
+static void inventory_done(int64_t status, int sig, const char *out, size_t len, bool overflow,
+                           void *arg)
 {
-    struct probe *pr = h->data;
-    if (++pr->closed == 2) {
-        free(pr->buf);
-        free(pr);
-    }
-}
-
-static void probe_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
-{
-    struct probe *pr = h->data;
-    (void)hint;
-    *b = uv_buf_init(pr->buf + pr->len, (unsigned)(PROBE_MAX - pr->len));
-}
-
-static void probe_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-    struct probe *pr = s->data;
-    (void)b;
-    if (n > 0)
-        pr->len += (size_t)n;
-    if (pr->len == PROBE_MAX)
-        pr->overflow = true;
-    if (n < 0 || pr->overflow)
-        uv_read_stop(s);
-}
-
-static void probe_exit(uv_process_t *p, int64_t status, int sig)
-{
-    struct probe *pr = p->data;
+    (void)arg;
     json_t *inv = NULL;
-    if (status == 0 && !sig && !pr->overflow)
-        inv = json_loadb(pr->buf, pr->len, 0, NULL);
+    if (status == 0 && !sig && !overflow)
+        inv = json_loadb(out, len, 0, NULL);
     fragment = inv ? render(inv) : NULL;
     if (!fragment)
         log_warn("the Python package list is not available (%s)",
-                 pr->overflow    ? "the inventory's output is too big"
+                 overflow        ? "the inventory's output is too big"
                  : status || sig ? "the inventory failed"
                                  : "the inventory's output is not what it should be");
     json_decref(inv);
     probing = false;
-    uv_close((uv_handle_t *)&pr->proc, probe_closed);
-    uv_close((uv_handle_t *)&pr->out, probe_closed);
 }
 
 int pysite_probe_start(uv_loop_t *loop, const char *runtimes_dir)
@@ -227,36 +191,14 @@ int pysite_probe_start(uv_loop_t *loop, const char *runtimes_dir)
     snprintf(script, sizeof script, "%s/python/sandboxd_runtime/inventory.py", runtimes_dir);
     if (access(PYTHON, X_OK) != 0 || access(script, R_OK) != 0)
         return -ENOENT;
-    struct probe *pr = calloc(1, sizeof *pr);
-    if (!pr || !(pr->buf = malloc(PROBE_MAX))) {
-        free(pr);
-        return -ENOMEM;
-    }
     char *args[4 + PYSITE_MAX] = { (char *)PYTHON, (char *)"-I", script };
     for (unsigned i = 0; i < ndirs; i++)
         args[3 + i] = dirs[i];
     char *env[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LANG=C.UTF-8", NULL };
-    uv_pipe_init(loop, &pr->out, 0);
-    pr->out.data = pr->proc.data = pr;
-    uv_stdio_container_t stdio[3] = {
-        { .flags = UV_IGNORE },
-        { .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&pr->out },
-        { .flags = UV_IGNORE },
-    };
-    uv_process_options_t o = { .exit_cb = probe_exit,
-                               .file = PYTHON,
-                               .args = args,
-                               .env = env,
-                               .stdio_count = 3,
-                               .stdio = stdio };
-    int rc = uv_spawn(loop, &pr->proc, &o);
-    if (rc) {
-        pr->closed++;
-        uv_close((uv_handle_t *)&pr->out, probe_closed);
+    int rc = probe_run(loop, args, env, PROBE_MAX, inventory_done, NULL);
+    if (rc)
         return rc;
-    }
     probing = true;
-    uv_read_start((uv_stream_t *)&pr->out, probe_alloc, probe_read);
     return 0;
 }
 
