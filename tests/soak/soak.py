@@ -227,6 +227,9 @@ class Worker(threading.Thread):
                 while self.d.restarting.is_set():
                     time.sleep(0.1)
             except AssertionError as e:
+                if self.d.restarting.is_set() or len(self.d.incarnations) != self.seen_incarnation:
+                    self.file("restart-window")  # in flight when the daemon was taken down
+                    continue
                 self.file("FAIL:" + op, str(e)[:400])
                 try:
                     if self.d.request("GET", "/v1/sandboxes/" + self.sid)[0] == 404:
