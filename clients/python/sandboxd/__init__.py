@@ -17,11 +17,12 @@ from .errors import (AuthenticationError, ConflictError, ConnectionFailedError,
 from .models import (CodeRaisedError, CommandResult, Execution, ExecutionError, Logs, Record,
                      Result)
 from .sandbox import Sandbox
+from .aio import AsyncSandbox
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "Execution", "Result", "Logs", "ExecutionError", "CommandResult", "Record",
+    "Sandbox", "AsyncSandbox", "Execution", "Result", "Logs", "ExecutionError", "CommandResult", "Record",
     "CodeRaisedError", "SandboxdError", "ConnectionFailedError", "ProtocolError",
     "ValidationError", "InvalidJSONError", "AuthenticationError", "NotFoundError",
     "SandboxNotFoundError", "ContextNotFoundError", "SandboxFileNotFoundError",
