@@ -30,3 +30,9 @@ __all__ = [
     "LimitReachedError", "InternalError", "LanguageUnavailableError",
     "InsufficientStorageError", "DiskFullError", "MemoryLimitError",
 ]
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext sandboxd`: registers the `%%sandboxd` cell magic (sandboxd.magic)."""
+    from .magic import load_ipython_extension as load
+    load(ipython)
