@@ -43,7 +43,7 @@ def _parse(line):
     p = _parser()
     p.error = lambda message: (_ for _ in ()).throw(_UsageError(message))
     try:
-        return p.parse_args(shlex.split(line))
+        return p.parse_args(shlex.split(line, comments=True))  # "# ..." ends the options
     except ValueError as e:  # shlex: unbalanced quotes
         raise _UsageError(str(e)) from e
 
