@@ -17,11 +17,12 @@ from .errors import (AuthenticationError, ConflictError, ConnectionFailedError,
 from .models import (CodeRaisedError, CommandResult, Execution, ExecutionError, Logs, Record,
                      Result)
 from .sandbox import Sandbox
+from .aio import AsyncSandbox
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "Execution", "Result", "Logs", "ExecutionError", "CommandResult", "Record",
+    "Sandbox", "AsyncSandbox", "Execution", "Result", "Logs", "ExecutionError", "CommandResult", "Record",
     "CodeRaisedError", "SandboxdError", "ConnectionFailedError", "ProtocolError",
     "ValidationError", "InvalidJSONError", "AuthenticationError", "NotFoundError",
     "SandboxNotFoundError", "ContextNotFoundError", "SandboxFileNotFoundError",
@@ -29,3 +30,9 @@ __all__ = [
     "LimitReachedError", "InternalError", "LanguageUnavailableError",
     "InsufficientStorageError", "DiskFullError", "MemoryLimitError",
 ]
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext sandboxd`: registers the `%%sandboxd` cell magic (sandboxd.magic)."""
+    from .magic import load_ipython_extension as load
+    load(ipython)

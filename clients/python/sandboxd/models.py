@@ -207,9 +207,39 @@ class Execution:
     def __repr__(self):
         return "Execution(results=%r, logs=%r, error=%r)" % (self.results, self.logs, self.error)
 
-    # Jupyter shows the main result (or the last display) when an Execution ends a cell.
+    # Jupyter shows the whole cell when an Execution ends one (`_ipython_display_`, which IPython
+    # prefers): stdout, stderr, every display in order, the main result last, then the error's
+    # traceback. Other frontends that only ask for one bundle get the main result (or the last
+    # display) from `_repr_mimebundle_`.
     def _shown(self):
         return self.main_result or (self.results[-1] if self.results else None)
+
+    def display_parts(self):
+        """What `_ipython_display_` shows, in order: ("stdout"|"stderr", text) and
+        ("result", Result) pairs; the error's traceback is a last ("stderr", text)."""
+        parts = []
+        if self.stdout:
+            parts.append(("stdout", self.stdout))
+        if self.stderr:
+            parts.append(("stderr", self.stderr))
+        main = [r for r in self.results if r.is_main_result]
+        parts += [("result", r) for r in self.results if not r.is_main_result] + \
+            [("result", r) for r in main]
+        if self.error is not None:
+            tb = self.error.traceback or str(self.error)
+            parts.append(("stderr", tb if tb.endswith("\n") else tb + "\n"))
+        return parts
+
+    def _ipython_display_(self):
+        import sys
+        from IPython.display import display
+        for kind, value in self.display_parts():
+            if kind == "result":
+                display(value)
+            else:
+                stream = sys.stdout if kind == "stdout" else sys.stderr
+                stream.write(value)
+                stream.flush()  # before the next display, so a notebook keeps the order
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         shown = self._shown()

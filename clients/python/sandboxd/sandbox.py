@@ -132,7 +132,7 @@ class Sandbox:
 
     # -- running code -----------------------------------------------------------------------
     def run_code(self, code, context=None, language=None, env_vars=None, timeout=None,
-                 on_stdout=None, on_stderr=None, on_result=None, on_error=None):
+                 on_stdout=None, on_stderr=None, on_result=None, on_error=None, _hdrs=None):
         """Run `code` and return its `Execution`, streaming events to the callbacks.
 
         `context` is a context id or record (default: the sandbox's default context for
@@ -150,7 +150,7 @@ class Sandbox:
         body.update(_drop_none({"language": language, "envVars": env_vars,
                                 "timeoutMs": _ms(timeout)}))
         sock_timeout = None if not timeout else timeout + _SLACK
-        hdrs = {}
+        hdrs = {} if _hdrs is None else _hdrs  # AsyncSandbox reads the execution id from it
         events = self._http.stream("POST", self._base + "/execute", body, sock_timeout,
                                    response_headers=hdrs)
         callbacks = (on_stdout, on_stderr, on_result, on_error)
