@@ -391,6 +391,14 @@ int jail_thaw(jail *j)
     return rc;
 }
 
+int jail_refreeze(jail *j, bool kick)
+{
+    if (!j->has_cg || j->destroying || j->dead)
+        return j->has_cg ? -ESRCH : -ENOTSUP;
+    int rc = kick ? cg_freeze(&j->cg, false) : 0;
+    return rc ? rc : cg_freeze(&j->cg, true);
+}
+
 int jail_frozen(const jail *j)
 {
     return j->has_cg ? cg_frozen(&j->cg) : -ENOTSUP;

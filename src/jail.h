@@ -164,6 +164,9 @@ int jail_memory_headroom(const jail *j, uint64_t *bytes);
 int jail_freeze(jail *j);
 int jail_thaw(jail *j);
 int jail_frozen(const jail *j);
+/* A freeze under way that has not converged: ask again (kick, true: thaw first so that a
+ * task stuck half-way gets another go, as container runtimes do). 0 or -errno. */
+int jail_refreeze(jail *j, bool kick);
 /* Requests someone waits for init to answer (spawns, adoptions): work under way. */
 unsigned jail_waiting(const jail *j);
 

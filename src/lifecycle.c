@@ -25,6 +25,7 @@
 #define FREEZE_POLL_MIN_MS 1  /* first poll of a freeze under way */
 #define FREEZE_POLL_FAST 20   /* polls at the first wait before they double */
 #define FREEZE_POLL_MAX_MS 50 /* polls double up to this */
+#define FREEZE_KICK_POLLS 10  /* slow polls between a thaw-and-freeze of a stuck freeze */
 #define DEFER_MIN_MS 250      /* a deferred run timeout sleeps at least this while frozen */
 
 static uv_loop_t *loop;
@@ -179,6 +180,11 @@ static void on_poll(uv_timer_t *t)
         uv_timer_start(&l->poll, on_poll, l->poll_ms, 0);
         if (++l->polls > FREEZE_POLL_FAST) /* most freezes take a few ms: then back off */
             l->poll_ms = l->poll_ms * 2 > FREEZE_POLL_MAX_MS ? FREEZE_POLL_MAX_MS : l->poll_ms * 2;
+        /* slow: a task may have been missed half-way (a fork, an exec under way); ask the
+         * freezer again, and every FREEZE_KICK_POLLS slow polls thaw and freeze anew */
+        unsigned slow = l->polls > FREEZE_POLL_FAST ? l->polls - FREEZE_POLL_FAST : 0;
+        if (slow && jail_refreeze(l->s->jail, slow % FREEZE_KICK_POLLS == 0))
+            log_warn("sandbox %s: asking its freezer again failed", l->s->id);
         return;
     }
     char msg[160];

@@ -301,6 +301,13 @@ int jail_thaw(jail *j)
     return 0;
 }
 
+int jail_refreeze(jail *j, bool kick)
+{
+    (void)j;
+    (void)kick;
+    return 0;
+}
+
 int jail_frozen(const jail *j)
 {
     (void)j;
