@@ -219,7 +219,10 @@ def test_an_oom_while_idle_is_reported_as_out_of_memory(d):
     s = Sandbox(d, "death-idle-oom", limits={"memoryMb": 256})
     a, watcher = context(d, s.id), context(d, s.id)
     pid = pid_of(d, s.id, a)
-    out = run(d, s.id, "import threading\ndef hog():\n"
+    # the hog volunteers as the OOM killer's victim (raising one's own oom_score_adj needs no
+    # privilege), so that the watcher, in the same cgroup, is never the one taken
+    out = run(d, s.id, "open('/proc/self/oom_score_adj', 'w').write('1000')\n"
+              "import threading\ndef hog():\n"
               "    global h\n    h = [bytearray(1 << 20) for _ in range(2048)]\n"
               "threading.Timer(0.5, hog).start()", context=a)
     assert out["error"] is None

@@ -136,7 +136,7 @@ def test_pending_spawns_are_capped(make_daemon):
 
 
 def test_init_reply_timeout_is_reported(make_daemon):
-    d = make_daemon("--init-reply-timeout-ms", "1000")
+    d = make_daemon("--init-reply-timeout-ms", "200")
     hog = Sandbox(d, "slow-hog", limits={"cpus": 0.01})
     start_burners(d, hog.id)
     wait_busy(d, hog.id, 5)
