@@ -136,12 +136,12 @@ def test_pending_spawns_are_capped(make_daemon):
 
 
 def test_init_reply_timeout_is_reported(make_daemon):
-    d = make_daemon("--init-reply-timeout-ms", "200")
+    d = make_daemon("--init-reply-timeout-ms", "1000")
     hog = Sandbox(d, "slow-hog", limits={"cpus": 0.01})
     start_burners(d, hog.id)
     wait_busy(d, hog.id, 5)
     outcomes = []
-    for _ in range(3):
+    for _ in range(10):  # each is a chance for the starved init to miss the deadline
         t0 = time.monotonic()
         status, out = d.json("POST", "/v1/sandboxes/%s/exec" % hog.id, {"command": "true"})
         outcomes.append((status, time.monotonic() - t0, out))
