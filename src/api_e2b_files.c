@@ -24,20 +24,10 @@
 #include "api_json.h"
 #include "files.h"
 #include "jail.h"
+#include "router.h"
 
 #define PART_HEADERS_MAX 8192 /* one part's header block */
 #define BOUNDARY_MAX 72       /* RFC 2046 allows 70 */
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* The value of name in the query string, percent-decoded ('+' is a space): 1 found, 0
  * absent, -1 when it does not fit in out or has a broken escape or a NUL. */
@@ -48,24 +38,8 @@ int e2b_query(const char *query, const char *name, char *out, size_t outlen)
         const char *end = strchr(q, '&');
         size_t len = end ? (size_t)(end - q) : strlen(q);
         if (len > nl && strncmp(q, name, nl) == 0 && q[nl] == '=') {
-            size_t o = 0;
-            for (size_t i = nl + 1; i < len; i++) {
-                unsigned ch = (unsigned char)q[i];
-                if (ch == '+') {
-                    ch = ' ';
-                } else if (ch == '%') {
-                    int hi = i + 2 < len ? hexval(q[i + 1]) : -1;
-                    int lo = i + 2 < len ? hexval(q[i + 2]) : -1;
-                    if (hi < 0 || lo < 0)
-                        return -1;
-                    ch = (unsigned)(hi * 16 + lo);
-                    i += 2;
-                }
-                if (ch == 0 || o + 1 >= outlen)
-                    return -1;
-                out[o++] = (char)ch;
-            }
-            out[o] = '\0';
+            if (router_pct_decode(q + nl + 1, len - nl - 1, true, out, outlen))
+                return -1;
             return 1;
         }
         q = end ? end + 1 : NULL;

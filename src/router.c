@@ -20,13 +20,14 @@ static int hexval(char c)
     return -1;
 }
 
-/* Percent-decode s[0..n) into out (room for n+1); -1 on a broken escape or a NUL. */
-static int pct_decode(const char *s, size_t n, char *out)
+int router_pct_decode(const char *s, size_t n, bool plus_is_space, char *out, size_t outlen)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
-        if (ch == '%') {
+        if (ch == '+' && plus_is_space) {
+            ch = ' ';
+        } else if (ch == '%') {
             if (i + 2 >= n)
                 return -1;
             int hi = hexval(s[i + 1]);
@@ -36,7 +37,7 @@ static int pct_decode(const char *s, size_t n, char *out)
             ch = (char)(hi * 16 + lo);
             i += 2;
         }
-        if (ch == '\0')
+        if (ch == '\0' || o + 1 >= outlen)
             return -1;
         out[o++] = ch;
     }
@@ -72,7 +73,7 @@ static int match_one(const char *pattern, const char *path, route_params *p)
             if (p->n == ROUTE_MAX_PARAMS)
                 return 0;
             char *dst = p->storage + used;
-            if (pct_decode(pa, vl, dst))
+            if (router_pct_decode(pa, vl, false, dst, vl + 1))
                 return -1;
             p->names[p->n] = pt + 1;
             p->values[p->n++] = dst;

@@ -10,6 +10,7 @@
 #ifndef SANDBOXD_ROUTER_H
 #define SANDBOXD_ROUTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ROUTE_MAX_PARAMS 4
@@ -40,6 +41,10 @@ enum {
 int router_match(const struct route *table, size_t n, const char *method, const char *path,
                  const struct route **match, route_params *params, char *allow, size_t allowlen);
 void route_params_free(route_params *p);
+
+/* Percent-decode s[0..n) into out (outlen bytes, NUL-terminated); '+' is a space when
+ * plus_is_space (a query string). 0, or -1 on a broken escape, a NUL, or no room. */
+int router_pct_decode(const char *s, size_t n, bool plus_is_space, char *out, size_t outlen);
 /* The value of a named parameter, or NULL. */
 const char *route_param(const route_params *p, const char *name);
 
